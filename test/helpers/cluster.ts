@@ -1,0 +1,48 @@
+// Test clusters are started and stopped through the same code as `appstack cluster up|down`.
+import { after, before } from "node:test";
+import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+
+export interface TestCluster {
+  readonly cluster: LocalCluster;
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+}
+
+/** Starts a fresh cluster before the file's tests and stops it after them, whatever happened. */
+export function useCluster(): () => TestCluster {
+  let current: TestCluster | undefined;
+  before(async () => {
+    const cluster = await startCluster({ log: (line) => console.error(line) });
+    const kc = loadKubeConfig(cluster.kubeconfig);
+    current = { cluster, core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api) };
+  });
+  after(async () => {
+    await current?.cluster.stop();
+  });
+  return () => {
+    if (!current) throw new Error("cluster not started");
+    return current;
+  };
+}
+
+/** Polls until `check` returns a value, or fails with the last error after `timeoutMs`. */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ""}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+export function isNotFound(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: number }).code === 404;
+}

@@ -1,0 +1,96 @@
+// Builds the pinned toolchain from Go modules into the cache, once per pin. Nothing is downloaded
+// but Go modules through the Go module proxy, and nothing built lands in the work tree.
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { cacheRoot, kubernetesProviderVersion, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool } from "./tools.ts";
+
+type Log = (line: string) => void;
+
+function goEnvironment(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    // The machine's Go builds everything; never fetch another Go release.
+    GOTOOLCHAIN: "local",
+    // The committed go.sum files are the source of truth for module integrity.
+    GOFLAGS: "-mod=readonly",
+  };
+}
+
+function go(args: string[], cwd: string): string {
+  return execFileSync("go", args, { cwd, env: goEnvironment(), encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+}
+
+/**
+ * Upstream's provider main package embeds schema files that its build generates and git-ignores;
+ * ours embeds the same files, made here from the pinned module exactly as upstream's generate.go
+ * makes them (the schema stamped with the plugin version).
+ */
+function prepareKubernetesProvider(tool: Tool): void {
+  const moduleDir = join(toolchainDir, tool.moduleDir);
+  const version = pinnedVersion(tool);
+  go(["mod", "download", `${tool.pinnedModule}@${version}`], moduleDir);
+  const upstream = go(["list", "-m", "-f", "{{.Dir}}", tool.pinnedModule], moduleDir).trim();
+  const source = join(upstream, "cmd/pulumi-resource-kubernetes");
+  const schema = JSON.parse(readFileSync(join(source, "schema.json"), "utf8")) as Record<string, unknown>;
+  schema["version"] = kubernetesProviderVersion();
+  writeFileSync(join(moduleDir, "schema-embed.json"), JSON.stringify(schema));
+  writeFileSync(join(moduleDir, "terraform-mapping-embed.json"), readFileSync(join(source, "terraform-mapping.json")));
+}
+
+const preparations: Partial<Record<string, (tool: Tool) => void>> = {
+  "pulumi-resource-kubernetes": prepareKubernetesProvider,
+};
+
+/** A `pulumi` on PATH at exactly the pinned version is used as it is, instead of building one. */
+export function pulumiOnPath(): string | undefined {
+  const which = spawnSync("sh", ["-c", "command -v pulumi"], { encoding: "utf8" });
+  const path = which.stdout.trim();
+  if (which.status !== 0 || !path) return undefined;
+  const version = spawnSync(path, ["version"], { encoding: "utf8" }).stdout.trim();
+  return version === pinnedVersion(toolByName("pulumi")) ? path : undefined;
+}
+
+function buildTool(tool: Tool, log: Log): void {
+  const binary = toolBinary(tool);
+  const target = dirname(binary);
+  if (existsSync(binary)) {
+    log(`  ${tool.binary}: cached (${binary})`);
+    return;
+  }
+  if (tool.binary === "pulumi") {
+    const onPath = pulumiOnPath();
+    if (onPath) {
+      log(`  pulumi: using ${onPath}, already at the pinned version`);
+      mkdirSync(target, { recursive: true });
+      execFileSync("ln", ["-sf", onPath, binary]);
+      return;
+    }
+  }
+  const version = pinnedVersion(tool);
+  log(`  ${tool.binary}: building ${tool.goPackage} (${tool.pinnedModule} ${version})...`);
+  const started = Date.now();
+  preparations[tool.binary]?.(tool);
+  mkdirSync(target, { recursive: true });
+  const partial = `${binary}.partial-${process.pid}`;
+  const ldflags = ["-s", "-w", ...(tool.ldflags?.(version) ?? [])].join(" ");
+  try {
+    go(["build", "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir));
+    chmodSync(partial, 0o755);
+    // A rename is atomic: an interrupted build never leaves a binary that looks finished.
+    renameSync(partial, binary);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  log(`  ${tool.binary}: built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** Builds every tool that is not cached yet; returns the seconds it took. */
+export function buildToolchain(log: Log = (line) => console.error(line)): number {
+  const started = Date.now();
+  log(`toolchain: ${tools.length} binaries, cache ${cacheRoot()}`);
+  for (const tool of tools) buildTool(tool, log);
+  const seconds = (Date.now() - started) / 1000;
+  log(`toolchain: ready in ${seconds.toFixed(1)} s`);
+  return seconds;
+}

@@ -1,0 +1,190 @@
+// A real, local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, and kwok standing in for kubelets, all on free loopback ports, all state in one
+// temporary folder that `stop` removes. Two clusters run side by side without sharing anything.
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { toolPath, type ToolName } from "../tools.ts";
+import { kubeconfigYaml } from "./kubeconfig.ts";
+import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, waitForServiceAccount } from "./readiness.ts";
+import { createClusterPki, type ClusterPki } from "./pki.ts";
+import { freeLoopbackPorts } from "./ports.ts";
+import { isOurs, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
+
+const clusterDirPrefix = "appstack-cluster-";
+const serviceCidr = "10.96.0.0/16";
+const serviceIp = "10.96.0.1";
+
+export interface ClusterState {
+  readonly name: string;
+  readonly dir: string;
+  readonly server: string;
+  readonly kubeconfig: string;
+  /** The process that owns the cluster's lifetime; null for a cluster left running by `cluster up`. */
+  readonly ownerPid: number | null;
+  readonly components: ComponentProcess[];
+}
+
+export interface LocalCluster extends ClusterState {
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  readonly name?: string;
+  readonly nodes?: number;
+  /** Keep running after this process exits (the `cluster up` command). */
+  readonly detached?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export function clusterDir(name: string): string {
+  return join(tmpdir(), `${clusterDirPrefix}${name}`);
+}
+
+function saveState(state: ClusterState): void {
+  writeFileSync(join(state.dir, "state.json"), JSON.stringify(state, null, 2));
+}
+
+export function readState(dir: string): ClusterState | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, "state.json"), "utf8")) as ClusterState;
+  } catch {
+    return undefined;
+  }
+}
+
+function writePki(dir: string, pki: ClusterPki): void {
+  const files: Record<string, string> = {
+    "ca.crt": pki.ca.certPem,
+    "ca.key": pki.ca.keyPem,
+    "apiserver.crt": pki.apiserver.certPem,
+    "apiserver.key": pki.apiserver.keyPem,
+    "sa.pub": pki.serviceAccount.publicPem,
+    "sa.key": pki.serviceAccount.privatePem,
+  };
+  mkdirSync(join(dir, "pki"), { recursive: true, mode: 0o700 });
+  for (const [file, pem] of Object.entries(files)) writeFileSync(join(dir, "pki", file), pem, { mode: 0o600 });
+}
+
+function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: number; apiserver: number }) {
+  const pki = (file: string) => join(dir, "pki", file);
+  const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
+  const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
+  return {
+    etcd: [
+      "--name=appstack", `--data-dir=${join(dir, "etcd")}`,
+      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=appstack=${peerUrl}`,
+      // A throwaway cluster: durability is worth nothing, latency is.
+      "--unsafe-no-fsync", "--log-level=warn",
+    ],
+    apiserver: [
+      `--etcd-servers=${etcdUrl}`, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+      `--secure-port=${ports.apiserver}`, `--cert-dir=${join(dir, "pki")}`,
+      `--tls-cert-file=${pki("apiserver.crt")}`, `--tls-private-key-file=${pki("apiserver.key")}`,
+      `--client-ca-file=${pki("ca.crt")}`, "--authorization-mode=Node,RBAC",
+      `--service-account-issuer=https://kubernetes.default.svc`,
+      `--service-account-key-file=${pki("sa.pub")}`, `--service-account-signing-key-file=${pki("sa.key")}`,
+      `--service-cluster-ip-range=${serviceCidr}`, "--allow-privileged=true", "--profiling=false",
+    ],
+    controllerManager: [
+      `--kubeconfig=${join(dir, "controller-manager.kubeconfig")}`, "--secure-port=0", "--leader-elect=false",
+      `--service-account-private-key-file=${pki("sa.key")}`, `--root-ca-file=${pki("ca.crt")}`,
+      `--cluster-signing-cert-file=${pki("ca.crt")}`, `--cluster-signing-key-file=${pki("ca.key")}`,
+      "--use-service-account-credentials=true", `--service-cluster-ip-range=${serviceCidr}`,
+    ],
+    scheduler: [`--kubeconfig=${join(dir, "scheduler.kubeconfig")}`, "--secure-port=0", "--leader-elect=false"],
+    kwok: [
+      `--kubeconfig=${join(dir, "kubeconfig")}`, "--manage-all-nodes=false",
+      "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--cidr=10.244.0.1/16",
+    ],
+  };
+}
+
+/** Kills what a test run that died without cleaning up left behind (its owner process is gone). */
+export async function reapAbandonedClusters(): Promise<void> {
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith(clusterDirPrefix)) continue;
+    const dir = join(tmpdir(), entry);
+    const state = readState(dir);
+    if (!state || state.ownerPid === null || isOurs(state.ownerPid, "")) continue;
+    await stopComponents(state.components, dir, 2_000);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function stopClusterAt(dir: string): Promise<void> {
+  const state = readState(dir);
+  if (state) await stopComponents([...state.components].reverse(), dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
+  const log = options.log ?? (() => undefined);
+  const detached = options.detached ?? false;
+  await reapAbandonedClusters();
+  const name = options.name ?? `t${randomBytes(4).toString("hex")}`;
+  const dir = clusterDir(name);
+  const existing = readState(dir);
+  if (existing && existing.components.some((c) => isOurs(c.pid, dir))) throw new Error(`cluster ${name} is already running (${dir})`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, "logs"), { recursive: true });
+
+  const started = Date.now();
+  const [etcdClient, etcdPeer, apiserver] = (await freeLoopbackPorts(3)) as [number, number, number];
+  const server = `https://127.0.0.1:${apiserver}`;
+  const state: ClusterState = {
+    name, dir, server, kubeconfig: join(dir, "kubeconfig"), ownerPid: detached ? null : process.pid, components: [],
+  };
+  const args = componentArgs(dir, { etcdClient, etcdPeer, apiserver });
+  const launch = (component: string, tool: ToolName, toolArgs: string[]): ComponentProcess => {
+    const proc = startComponent(component, toolPath(tool), toolArgs, join(dir, "logs", `${component}.log`), { detached });
+    state.components.push(proc);
+    saveState(state);
+    return proc;
+  };
+  const onExit = () => {
+    killComponentsNow(state.components, dir);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  if (!detached) process.on("exit", onExit);
+  const stop = async () => {
+    process.off("exit", onExit);
+    await stopClusterAt(dir);
+  };
+
+  try {
+    const pki = createClusterPki(serviceIp);
+    writePki(dir, pki);
+    writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin), { mode: 0o600 });
+    writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
+    writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
+    saveState(state);
+
+    log(`cluster ${name}: starting etcd on 127.0.0.1:${etcdClient}`);
+    await waitForEtcd(launch("etcd", "etcd", args.etcd), etcdClient, dir);
+    log(`cluster ${name}: starting kube-apiserver on ${server}`);
+    await waitForApiServer(launch("kube-apiserver", "kube-apiserver", args.apiserver), state.kubeconfig, dir);
+    log(`cluster ${name}: starting controller-manager, scheduler and kwok`);
+    const controllerManager = launch("kube-controller-manager", "kube-controller-manager", args.controllerManager);
+    launch("kube-scheduler", "kube-scheduler", args.scheduler);
+    const kwok = launch("kwok", "kwok", args.kwok);
+    const nodeNames = await createFakeNodes(state.kubeconfig, options.nodes ?? 2);
+    await waitForNodesReady(kwok, state.kubeconfig, nodeNames, dir);
+    await waitForServiceAccount(controllerManager, state.kubeconfig, dir);
+    log(`cluster ${name}: ready with ${nodeNames.length} nodes in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { ...state, stop };
+}
+
+export function runningClusters(): ClusterState[] {
+  return readdirSync(tmpdir())
+    .filter((entry) => entry.startsWith(clusterDirPrefix))
+    .map((entry) => readState(join(tmpdir(), entry)))
+    .filter((state): state is ClusterState => state !== undefined && existsSync(state.dir));
+}

@@ -1,0 +1,50 @@
+// `appstack cluster up | down | env | list`: the local control plane as a command.
+import { existsSync } from "node:fs";
+import { buildToolchain } from "../build.ts";
+import { clusterDir, readState, runningClusters, startCluster, stopClusterAt } from "./cluster.ts";
+import { isOurs } from "./process.ts";
+
+export const defaultClusterName = "local";
+
+function envLines(name: string): string {
+  const state = readState(clusterDir(name));
+  if (!state) throw new Error(`no cluster named ${name}: start it with \`npx appstack cluster up\``);
+  return `export KUBECONFIG=${state.kubeconfig}\n# kubectl get nodes   (API server ${state.server})`;
+}
+
+export function isRunning(name: string): boolean {
+  const state = readState(clusterDir(name));
+  return state !== undefined && state.components.length > 0 && state.components.every((c) => isOurs(c.pid, state.dir));
+}
+
+export async function clusterUp(name: string): Promise<void> {
+  if (isRunning(name)) {
+    console.error(`cluster ${name} is already running`);
+  } else {
+    buildToolchain();
+    if (existsSync(clusterDir(name))) await stopClusterAt(clusterDir(name));
+    await startCluster({ name, detached: true, log: (line) => console.error(line) });
+  }
+  console.log(envLines(name));
+}
+
+export async function clusterCommand(args: string[]): Promise<void> {
+  const [verb, name = defaultClusterName] = args;
+  switch (verb) {
+    case "up":
+      await clusterUp(name);
+      return;
+    case "down":
+      await stopClusterAt(clusterDir(name));
+      console.error(`cluster ${name}: stopped, ${clusterDir(name)} removed`);
+      return;
+    case "env":
+      console.log(envLines(name));
+      return;
+    case "list":
+      for (const state of runningClusters()) console.log(`${state.name}\t${state.server}\t${state.kubeconfig}`);
+      return;
+    default:
+      throw new Error("usage: appstack cluster up|down|env|list [name]");
+  }
+}

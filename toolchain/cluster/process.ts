@@ -1,0 +1,75 @@
+// Control-plane processes: started with their output in a log file, stopped by signal, and found
+// again from the cluster's state file after the process that started them has gone.
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+
+export interface ComponentProcess {
+  readonly name: string;
+  readonly pid: number;
+  readonly logFile: string;
+}
+
+export interface StartOptions {
+  /** Own process group, so the component outlives the command that started it (`cluster up`). */
+  readonly detached: boolean;
+}
+
+export function startComponent(name: string, binary: string, args: string[], logFile: string, options: StartOptions): ComponentProcess {
+  const log = openSync(logFile, "a");
+  try {
+    const child = spawn(binary, args, { stdio: ["ignore", log, log], detached: options.detached });
+    if (child.pid === undefined) throw new Error(`${name} did not start (${binary})`);
+    // Startup failures surface through the health checks, which read the log; nothing to do here.
+    child.on("error", () => undefined);
+    if (options.detached) child.unref();
+    return { name, pid: child.pid, logFile };
+  } finally {
+    closeSync(log);
+  }
+}
+
+/** True while `pid` is alive and still the process we started (its command line names `marker`). */
+export function isOurs(pid: number, marker: string): boolean {
+  const cmdline = `/proc/${pid}/cmdline`;
+  if (!existsSync(cmdline)) return false;
+  try {
+    const status = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // A zombie is already dead; it only waits for its parent to reap it.
+    if (/^\d+ \(.*\) Z/.test(status)) return false;
+    return readFileSync(cmdline, "utf8").includes(marker);
+  } catch {
+    return false;
+  }
+}
+
+export function logTail(component: ComponentProcess, lines = 15): string {
+  try {
+    return readFileSync(component.logFile, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // Already gone.
+  }
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once none of them is alive. */
+export async function stopComponents(components: readonly ComponentProcess[], marker: string, graceMs = 10_000): Promise<void> {
+  const alive = () => components.filter((c) => isOurs(c.pid, marker));
+  for (const c of alive()) signal(c.pid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  while (alive().length > 0 && Date.now() < deadline) await sleep(100);
+  for (const c of alive()) signal(c.pid, "SIGKILL");
+  while (alive().length > 0) await sleep(50);
+}
+
+/** For process exit, where nothing asynchronous runs any more. */
+export function killComponentsNow(components: readonly ComponentProcess[], marker: string): void {
+  for (const c of components) if (isOurs(c.pid, marker)) signal(c.pid, "SIGKILL");
+}

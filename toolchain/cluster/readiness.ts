@@ -1,0 +1,86 @@
+// What "started" means for each part of the local control plane, checked from outside the way a
+// user would check it, failing fast with the component's own log when it dies while we wait.
+import { request as httpGet } from "node:http";
+import { request as httpsGet, type RequestOptions } from "node:https";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
+import { isOurs, logTail, type ComponentProcess } from "./process.ts";
+
+const startTimeoutMs = 120_000;
+
+async function waitUntil(what: string, component: ComponentProcess, marker: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + startTimeoutMs;
+  for (;;) {
+    if (!isOurs(component.pid, marker)) throw new Error(`${component.name} exited while waiting for ${what}:\n${logTail(component)}`);
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${startTimeoutMs / 1000} s waiting for ${what}:\n${logTail(component)}`);
+    await sleep(200);
+  }
+}
+
+function statusOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = get(url, { ...options, timeout: 2_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+export function loadKubeConfig(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
+
+export async function waitForEtcd(etcd: ComponentProcess, clientPort: number, marker: string): Promise<void> {
+  await waitUntil("etcd /health", etcd, marker, async () => (await statusOf(httpGet, `http://127.0.0.1:${clientPort}/health`, {})) === 200);
+}
+
+export async function waitForApiServer(apiserver: ComponentProcess, kubeconfig: string, marker: string): Promise<void> {
+  const kc = loadKubeConfig(kubeconfig);
+  const options: RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  const url = `${kc.getCurrentCluster()?.server}/readyz`;
+  await waitUntil("kube-apiserver /readyz", apiserver, marker, async () => (await statusOf(httpsGet, url, options)) === 200);
+}
+
+/** Nodes that kwok manages (by annotation), with room for the pods of a benchmark run. */
+export async function createFakeNodes(kubeconfig: string, count: number): Promise<string[]> {
+  const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
+  const names = Array.from({ length: count }, (_, i) => `kwok-node-${i}`);
+  const capacity = { cpu: "32", memory: "256Gi", pods: "250" };
+  for (const name of names) {
+    const node: V1Node = {
+      metadata: {
+        name,
+        annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+        labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", type: "kwok" },
+      },
+      status: { allocatable: capacity, capacity },
+    };
+    await core.createNode({ body: node });
+  }
+  return names;
+}
+
+export async function waitForNodesReady(kwok: ComponentProcess, kubeconfig: string, names: string[], marker: string): Promise<void> {
+  const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
+  await waitUntil(`nodes ${names.join(", ")} Ready`, kwok, marker, async () => {
+    const nodes = await core.listNode();
+    const ready = nodes.items.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    return names.every((name) => ready.some((n) => n.metadata?.name === name));
+  });
+}
+
+/** Pods can only be created once the controller-manager has made the namespace's service account. */
+export async function waitForServiceAccount(controllerManager: ComponentProcess, kubeconfig: string, marker: string): Promise<void> {
+  const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
+  await waitUntil("the default service account", controllerManager, marker, async () => {
+    await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
+    return true;
+  });
+}

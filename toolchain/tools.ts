@@ -1,0 +1,122 @@
+// The pinned toolchain: which binaries appstack needs, which Go module pins each one, and where the
+// built binary lives. Building is in build.ts; everything else only asks for paths.
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const toolchainDir = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = dirname(toolchainDir);
+
+export interface Tool {
+  /** File name of the built binary. */
+  readonly binary: string;
+  /** Folder under toolchain/ whose go.mod pins it. */
+  readonly moduleDir: string;
+  /** Go package to build, as resolved inside moduleDir. */
+  readonly goPackage: string;
+  /** Module whose version in go.mod names the release. */
+  readonly pinnedModule: string;
+  /** Extra linker flags, given the pinned version. */
+  readonly ldflags?: (version: string) => string[];
+}
+
+const pulumiVersionFlag = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version";
+const providerVersionFlag = "github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version";
+
+export const tools: readonly Tool[] = [
+  {
+    binary: "pulumi",
+    moduleDir: "pulumi",
+    goPackage: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
+    pinnedModule: "github.com/pulumi/pulumi/pkg/v3",
+    // Without a version the Automation API refuses the CLI ("minimum version" check).
+    ldflags: (version) => [`-X ${pulumiVersionFlag}=${version}`],
+  },
+  {
+    binary: "pulumi-resource-kubernetes",
+    moduleDir: "kubernetes-provider",
+    goPackage: ".",
+    pinnedModule: "github.com/pulumi/pulumi-kubernetes/provider/v4",
+    // The provider module has no release tags of its own: its version is the npm SDK's.
+    ldflags: () => [`-X ${providerVersionFlag}=${kubernetesProviderVersion()}`],
+  },
+  ...["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"].map(
+    (name): Tool => ({
+      binary: name,
+      moduleDir: "kube",
+      goPackage: `k8s.io/kubernetes/cmd/${name}`,
+      pinnedModule: "k8s.io/kubernetes",
+    }),
+  ),
+  { binary: "etcd", moduleDir: "kube", goPackage: "go.etcd.io/etcd/server/v3", pinnedModule: "go.etcd.io/etcd/server/v3" },
+  { binary: "kwok", moduleDir: "kwok", goPackage: "sigs.k8s.io/kwok/cmd/kwok", pinnedModule: "sigs.k8s.io/kwok" },
+];
+
+export type ToolName = "pulumi" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok";
+
+export function cacheRoot(): string {
+  const base = process.env["APPSTACK_CACHE_DIR"] ?? join(process.env["XDG_CACHE_HOME"] ?? join(homedir(), ".cache"), "appstack");
+  return base;
+}
+
+/** The version of `module` that toolchain/<moduleDir>/go.mod requires. */
+export function pinnedVersion(tool: Tool): string {
+  const goMod = readFileSync(join(toolchainDir, tool.moduleDir, "go.mod"), "utf8");
+  const escaped = tool.pinnedModule.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const match = new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m").exec(goMod);
+  if (!match?.[1]) throw new Error(`toolchain/${tool.moduleDir}/go.mod does not require ${tool.pinnedModule}`);
+  return match[1];
+}
+
+/** The version of the Kubernetes provider plugin that @pulumi/kubernetes asks the engine for. */
+export function kubernetesProviderVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(repoRoot, "node_modules/@pulumi/kubernetes/package.json"), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+/**
+ * The cache folder of one tool: its name, its pinned version, and a digest of everything that goes
+ * into the build (go.mod, go.sum, flags), so that a changed pin rebuilds and nothing else does.
+ */
+export function toolCacheDir(tool: Tool): string {
+  const version = pinnedVersion(tool);
+  const digest = createHash("sha256");
+  for (const file of ["go.mod", "go.sum"]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
+  digest.update(tool.goPackage);
+  digest.update((tool.ldflags?.(version) ?? []).join(" "));
+  return join(cacheRoot(), `${tool.binary}-${version}-${digest.digest("hex").slice(0, 10)}`);
+}
+
+export function toolByName(name: ToolName): Tool {
+  const tool = tools.find((t) => t.binary === name);
+  if (!tool) throw new Error(`unknown tool ${name}`);
+  return tool;
+}
+
+/** Where a tool's binary is, built or not: `<cache dir>/bin/<binary>`, the layout PulumiCommand expects. */
+export function toolBinary(tool: Tool): string {
+  return join(toolCacheDir(tool), "bin", tool.binary);
+}
+
+/** Absolute path of a built tool; throws with the command that builds it when it is missing. */
+export function toolPath(name: ToolName): string {
+  const path = toolBinary(toolByName(name));
+  if (!existsSync(path)) throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path})`);
+  return path;
+}
+
+/**
+ * PATH and engine settings under which the Pulumi CLI finds the pinned provider as an ambient plugin
+ * and never tries to download one.
+ */
+export function pulumiEnvironment(): Record<string, string> {
+  const binDirs = [dirname(toolPath("pulumi")), dirname(toolPath("pulumi-resource-kubernetes"))];
+  return {
+    PATH: [...binDirs, process.env["PATH"] ?? ""].join(":"),
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+    PULUMI_SKIP_UPDATE_CHECK: "true",
+    PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK: "false",
+  };
+}
