@@ -1,10 +1,17 @@
 // The `appstack` command: wiring only. Each verb lives with the code it drives.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { renderedCrds, yamlDir } from "../crds/yaml.ts";
 import { buildToolchain } from "../toolchain/build.ts";
-import { clusterCommand, clusterUp, defaultClusterName } from "../toolchain/cluster/command.ts";
+import { clusterCommand } from "../toolchain/cluster/command.ts";
+import { runOperator } from "./main.ts";
+import { runMainJob } from "./run.ts";
 
 const usage = `usage: appstack <command>
-  run                    the main job: start the local cluster (when no cluster is configured)
+  run [--samples]        the main job: the operator in the foreground, on a local cluster
+                         unless --kubeconfig=PATH or KUBECONFIG names one; Ctrl-C stops all
+  operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
+  crds                   write crds/yaml/ from the TypeScript CRD definitions
   cluster up|down|env|list [name]   manage a local control plane`;
 
 async function main(argv: string[]): Promise<void> {
@@ -13,12 +20,18 @@ async function main(argv: string[]): Promise<void> {
     case "toolchain":
       buildToolchain();
       return;
+    case "crds":
+      mkdirSync(yamlDir, { recursive: true });
+      for (const [file, yaml] of renderedCrds()) writeFileSync(file, yaml);
+      return;
     case "cluster":
       await clusterCommand(rest);
       return;
     case "run":
-      await clusterUp(defaultClusterName);
-      console.error("stop it with: npx appstack cluster down");
+      await runMainJob(rest);
+      return;
+    case "operator":
+      await runOperator(rest);
       return;
     default:
       console.error(usage);

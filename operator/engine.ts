@@ -11,6 +11,8 @@ export interface EngineSettings {
   readonly pulumiHome: string;
   /** Encrypts stack secrets (passphrase secrets provider). */
   readonly passphrase: string;
+  /** The cluster the Kubernetes provider talks to; unset means in-cluster or the default rules. */
+  readonly kubeconfig?: string;
 }
 
 let command: Promise<PulumiCommand> | undefined;
@@ -31,6 +33,7 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
       ...pulumiEnvironment(),
       PULUMI_BACKEND_URL: settings.backendUrl,
       PULUMI_CONFIG_PASSPHRASE: settings.passphrase,
+      ...(settings.kubeconfig ? { KUBECONFIG: settings.kubeconfig } : {}),
     },
   };
 }

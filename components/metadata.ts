@@ -1,0 +1,45 @@
+// Labels and ownership that every child of an appstack object carries. Selectors are always
+// explicit: two objects with the same image in one namespace must never select each other's pods.
+import { apiVersion, type WorkloadKind } from "../crds/types.ts";
+
+export const managedByLabel = "app.kubernetes.io/managed-by";
+export const instanceLabel = "app.kubernetes.io/instance";
+export const nameLabel = "app.kubernetes.io/name";
+export const kindLabel = "appstack.dev/kind";
+export const managedBy = "appstack";
+
+/** The object a stack belongs to: enough to label, select and own its children. */
+export interface Owner {
+  readonly kind: WorkloadKind;
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+}
+
+/** Identifies the pods of exactly one object (kind, name; the namespace scopes the selector). */
+export function selectorLabels(owner: Owner, appName: string): Record<string, string> {
+  return { [nameLabel]: appName, [instanceLabel]: owner.name, [kindLabel]: owner.kind };
+}
+
+export function childLabels(owner: Owner, appName: string): Record<string, string> {
+  return { ...selectorLabels(owner, appName), [managedByLabel]: managedBy };
+}
+
+export function childMetadata(owner: Owner, appName: string) {
+  return {
+    name: owner.name,
+    namespace: owner.namespace,
+    labels: childLabels(owner, appName),
+    // Rollout progress is watched by the operator, not awaited inside `pulumi up`: one slow
+    // rollout must not hold a worker for the engine's ten-minute await timeout.
+    annotations: { "pulumi.com/skipAwait": "true" },
+    // A backstop: if the finalizer is ever removed by hand, the garbage collector still cleans up.
+    ownerReferences: [{ apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
+  };
+}
+
+export function selectorString(labels: Record<string, string>): string {
+  return Object.entries(labels)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(",");
+}

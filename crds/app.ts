@@ -1,0 +1,79 @@
+// App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
+// the reason instead of the operator finding out later.
+import { ageColumn, customResourceDefinition, readyReasonColumn, workloadStatus, type JsonSchema } from "./schema.ts";
+
+export const imageSchema: JsonSchema = {
+  type: "string",
+  minLength: 1,
+  maxLength: 1024,
+  pattern: "^[^\\s]+$",
+  description: "Container image reference, for example nginx:1.27.",
+};
+
+const quantity: JsonSchema = {
+  "x-kubernetes-int-or-string": true,
+  anyOf: [{ type: "integer" }, { type: "string", maxLength: 64 }],
+  pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+};
+
+const resourceList: JsonSchema = { type: "object", maxProperties: 8, additionalProperties: quantity };
+
+const resources: JsonSchema = {
+  type: "object",
+  description: "Compute requests and limits of the container, as in core/v1 ResourceRequirements.",
+  properties: { requests: resourceList, limits: resourceList },
+  "x-kubernetes-validations": [
+    {
+      rule: "!has(self.requests) || !has(self.limits) || self.requests.all(r, !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",
+      message: "every request must be less than or equal to its limit",
+    },
+  ],
+};
+
+const env: JsonSchema = {
+  type: "array",
+  maxItems: 128,
+  description: "Environment variables of the container.",
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["name"],
+  items: {
+    type: "object",
+    required: ["name"],
+    properties: {
+      name: { type: "string", minLength: 1, maxLength: 256, pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$" },
+      value: { type: "string", maxLength: 32768 },
+    },
+  },
+};
+
+export const appSpecSchema: JsonSchema = {
+  type: "object",
+  required: ["image"],
+  properties: {
+    image: imageSchema,
+    replicas: { type: "integer", format: "int32", default: 1, minimum: 0, maximum: 1000 },
+    port: { type: "integer", format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." },
+    env,
+    resources,
+  },
+};
+
+export const appCrd = customResourceDefinition(
+  "App",
+  "apps",
+  { spec: appSpecSchema, status: workloadStatus() },
+  {
+    shortNames: ["asapp"],
+    subresources: {
+      status: {},
+      scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
+    },
+    printerColumns: [
+      { name: "Image", type: "string", jsonPath: ".spec.image" },
+      { name: "Desired", type: "integer", jsonPath: ".spec.replicas" },
+      { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
+      readyReasonColumn,
+      ageColumn,
+    ],
+  },
+);

@@ -1,0 +1,35 @@
+// Memcached: the classic operator example, as an appstack kind.
+import { imageSchema } from "./app.ts";
+import { ageColumn, customResourceDefinition, readyReasonColumn, workloadStatus } from "./schema.ts";
+
+export const defaultMemcachedImage = "memcached:1.6";
+
+export const memcachedCrd = customResourceDefinition(
+  "Memcached",
+  "memcacheds",
+  {
+    spec: {
+      type: "object",
+      required: ["size"],
+      properties: {
+        size: { type: "integer", format: "int32", minimum: 0, maximum: 100, description: "Number of memcached pods." },
+        image: { ...imageSchema, default: defaultMemcachedImage },
+      },
+    },
+    status: workloadStatus({
+      nodes: { type: "array", items: { type: "string" }, description: "Sorted names of the memcached pods." },
+    }),
+  },
+  {
+    subresources: {
+      status: {},
+      scale: { specReplicasPath: ".spec.size", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
+    },
+    printerColumns: [
+      { name: "Size", type: "integer", jsonPath: ".spec.size" },
+      { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
+      readyReasonColumn,
+      ageColumn,
+    ],
+  },
+);

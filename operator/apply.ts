@@ -1,0 +1,32 @@
+// Server-side apply of plain manifests (the CRDs, the samples), as `kubectl apply --server-side`.
+import { readFileSync } from "node:fs";
+import { ApiextensionsV1Api, KubernetesObjectApi, loadAllYaml, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
+import { setTimeout as sleep } from "node:timers/promises";
+import { customResourceDefinitions } from "../crds/index.ts";
+import type { KubeClients } from "./kube.ts";
+
+export const fieldManager = "appstack";
+
+export async function applyObjects(clients: KubeClients, objects: readonly KubernetesObject[]): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(clients.config);
+  for (const object of objects) await api.patch(object, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
+}
+
+export function readManifests(file: string): KubernetesObject[] {
+  return loadAllYaml(readFileSync(file, "utf8")).filter(Boolean) as KubernetesObject[];
+}
+
+/** Applies appstack's CRDs and waits until the API server serves them. */
+export async function installCrds(clients: KubeClients, timeoutMs = 60_000): Promise<void> {
+  await applyObjects(clients, customResourceDefinitions as unknown as KubernetesObject[]);
+  const api = clients.config.makeApiClient(ApiextensionsV1Api);
+  const deadline = Date.now() + timeoutMs;
+  for (const crd of customResourceDefinitions) {
+    for (;;) {
+      const live = await api.readCustomResourceDefinition({ name: crd.metadata.name });
+      if (live.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not established after ${timeoutMs / 1000} s`);
+      await sleep(200);
+    }
+  }
+}

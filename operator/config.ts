@@ -1,0 +1,72 @@
+// Operator settings, from the environment (as a Deployment sets them) with flags on top.
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Level } from "./log.ts";
+
+export interface OperatorConfig {
+  readonly kubeconfig?: string;
+  /** Namespaces to watch; "all" for the whole cluster. */
+  readonly namespaces: readonly string[] | "all";
+  /** Objects reconciled at once (each runs its own Pulumi engine). */
+  readonly concurrency: number;
+  readonly stateDir: string;
+  readonly backendUrl: string;
+  readonly passphrase: string;
+  readonly logLevel: Level;
+  readonly logFormat: "json" | "text";
+  readonly baseRetryMs: number;
+  readonly maxRetryMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function flag(argv: readonly string[], name: string): string | undefined {
+  const prefix = `--${name}=`;
+  return argv.find((arg) => arg.startsWith(prefix))?.slice(prefix.length);
+}
+
+function positiveInt(text: string | undefined, fallback: number, what: string): number {
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${what} must be a positive integer, not ${JSON.stringify(text)}`);
+  return value;
+}
+
+/**
+ * The passphrase for stack secrets. A local file backend may keep a generated one beside its
+ * state; any other backend must be given one, or its secrets could not be read after a restart.
+ */
+function passphrase(env: Env, stateDir: string, localBackend: boolean): string {
+  const given = env["APPSTACK_PASSPHRASE"] ?? env["PULUMI_CONFIG_PASSPHRASE"];
+  if (given) return given;
+  if (!localBackend) throw new Error("set APPSTACK_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE) to encrypt stack secrets");
+  const file = join(stateDir, "passphrase");
+  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("base64url"), { mode: 0o600 });
+  return readFileSync(file, "utf8").trim();
+}
+
+export function loadConfig(argv: readonly string[], env: Env = process.env): OperatorConfig {
+  const stateDir = flag(argv, "state-dir") ?? env["APPSTACK_STATE_DIR"] ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
+  mkdirSync(stateDir, { recursive: true });
+  const givenBackend = flag(argv, "backend-url") ?? env["APPSTACK_BACKEND_URL"];
+  const backendUrl = givenBackend ?? pathToFileURL(join(stateDir, "backend")).href;
+  if (!givenBackend) mkdirSync(join(stateDir, "backend"), { recursive: true });
+  const namespaces = (flag(argv, "namespaces") ?? env["APPSTACK_NAMESPACES"] ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
+  const level = (flag(argv, "log-level") ?? env["APPSTACK_LOG_LEVEL"] ?? "info") as Level;
+  if (!["debug", "info", "warn", "error"].includes(level)) throw new Error(`unknown log level ${level}`);
+  return {
+    kubeconfig: flag(argv, "kubeconfig") ?? env["KUBECONFIG"],
+    namespaces: namespaces.length ? namespaces : "all",
+    concurrency: positiveInt(flag(argv, "concurrency") ?? env["APPSTACK_CONCURRENCY"], 3, "concurrency"),
+    stateDir,
+    backendUrl,
+    passphrase: passphrase(env, stateDir, givenBackend === undefined),
+    logLevel: level,
+    logFormat: (flag(argv, "log-format") ?? env["APPSTACK_LOG_FORMAT"]) === "text" ? "text" : "json",
+    baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
+    maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
+  };
+}

@@ -1,0 +1,53 @@
+// Events on the objects, as `kubectl describe` shows them. The same reason and message for the
+// same object within a few minutes is recorded once, so retries do not flood the namespace.
+import { hostname } from "node:os";
+import type { CoreV1Event } from "@kubernetes/client-node";
+import type { Workload } from "../crds/types.ts";
+import type { KubeClients } from "./kube.ts";
+import type { Logger } from "./log.ts";
+
+const repeatWindowMs = 5 * 60_000;
+
+export type EventType = "Normal" | "Warning";
+
+export class EventRecorder {
+  private readonly recent = new Map<string, number>();
+
+  constructor(
+    private readonly clients: KubeClients,
+    private readonly log: Logger,
+  ) {}
+
+  record(object: Workload, type: EventType, reason: string, message: string): void {
+    const key = `${object.metadata.uid}/${reason}/${message}`;
+    const now = Date.now();
+    const last = this.recent.get(key);
+    if (last !== undefined && now - last < repeatWindowMs) return;
+    this.recent.set(key, now);
+    if (this.recent.size > 10_000) this.recent.clear();
+    const stamp = new Date(now);
+    const event: CoreV1Event = {
+      metadata: { generateName: `${object.metadata.name}.`, namespace: object.metadata.namespace },
+      involvedObject: {
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        name: object.metadata.name,
+        namespace: object.metadata.namespace,
+        uid: object.metadata.uid,
+      },
+      type,
+      reason,
+      message: message.slice(0, 1024),
+      source: { component: "appstack" },
+      reportingComponent: "appstack.dev/operator",
+      reportingInstance: hostname(),
+      firstTimestamp: stamp,
+      lastTimestamp: stamp,
+      count: 1,
+    };
+    // Events are best effort: a lost one must never fail a reconcile.
+    this.clients.core.createNamespacedEvent({ namespace: object.metadata.namespace, body: event }).catch((error: unknown) => {
+      this.log.debug("could not record an event", { reason, error: String(error) });
+    });
+  }
+}

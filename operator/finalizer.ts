@@ -1,0 +1,27 @@
+// The finalizer that lets the operator destroy an object's stack before the object goes away.
+import type { Workload } from "../crds/types.ts";
+import { keyOf, patchWorkload, type KubeClients } from "./kube.ts";
+
+export const finalizerName = "appstack.dev/stack";
+
+export function hasFinalizer(object: Workload): boolean {
+  return object.metadata.finalizers?.includes(finalizerName) ?? false;
+}
+
+/** The `test` guards against overwriting a finalizer list that changed since we read it. */
+export async function addFinalizer(clients: KubeClients, object: Workload): Promise<Workload> {
+  const current = object.metadata.finalizers;
+  const patch = current
+    ? [{ op: "test" as const, path: "/metadata/finalizers", value: current }, { op: "add" as const, path: "/metadata/finalizers/-", value: finalizerName }]
+    : [{ op: "add" as const, path: "/metadata/finalizers", value: [finalizerName] }];
+  return patchWorkload(clients, keyOf(object), patch);
+}
+
+export async function removeFinalizer(clients: KubeClients, object: Workload): Promise<void> {
+  const index = object.metadata.finalizers?.indexOf(finalizerName) ?? -1;
+  if (index < 0) return;
+  await patchWorkload(clients, keyOf(object), [
+    { op: "test", path: `/metadata/finalizers/${index}`, value: finalizerName },
+    { op: "remove", path: `/metadata/finalizers/${index}` },
+  ]);
+}

@@ -1,0 +1,67 @@
+// The Kubernetes API as the operator uses it: typed clients, object keys, and JSON patches.
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
+import { group, plurals, version, type Workload, type WorkloadKind } from "../crds/types.ts";
+
+export interface KubeClients {
+  readonly config: KubeConfig;
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  readonly custom: CustomObjectsApi;
+}
+
+/** From a kubeconfig file, or the default rules (KUBECONFIG, ~/.kube/config, in-cluster). */
+export function kubeClients(kubeconfigPath?: string): KubeClients {
+  const config = new KubeConfig();
+  if (kubeconfigPath) config.loadFromFile(kubeconfigPath);
+  else config.loadFromDefault();
+  return { config, core: config.makeApiClient(CoreV1Api), apps: config.makeApiClient(AppsV1Api), custom: config.makeApiClient(CustomObjectsApi) };
+}
+
+export interface ObjectKey {
+  readonly kind: WorkloadKind;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export function keyString(key: ObjectKey): string {
+  return `${key.kind}/${key.namespace}/${key.name}`;
+}
+
+export function parseKey(key: string): ObjectKey {
+  const [kind, namespace, name] = key.split("/");
+  if ((kind !== "App" && kind !== "Memcached") || !namespace || !name) throw new Error(`malformed work key ${key}`);
+  return { kind, namespace, name };
+}
+
+export function keyOf(object: Workload): ObjectKey {
+  return { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
+}
+
+export type JsonPatch = ({ op: "add" | "replace" | "test"; path: string; value: unknown } | { op: "remove"; path: string })[];
+
+const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+
+export async function patchWorkload(clients: KubeClients, key: ObjectKey, patch: JsonPatch, subresource?: "status"): Promise<Workload> {
+  const target = { group, version, plural: plurals[key.kind], namespace: key.namespace, name: key.name, body: patch };
+  const result: unknown = subresource === "status"
+    ? await clients.custom.patchNamespacedCustomObjectStatus(target, jsonPatch)
+    : await clients.custom.patchNamespacedCustomObject(target, jsonPatch);
+  return result as Workload;
+}
+
+export function isNotFound(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: number }).code === 404;
+}
+
+export function isConflict(error: unknown): boolean {
+  const code = typeof error === "object" && error !== null ? (error as { code?: number }).code : undefined;
+  // 409 for resourceVersion conflicts, 422 for a failed JSON patch `test` operation.
+  return code === 409 || code === 422;
+}

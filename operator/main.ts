@@ -1,0 +1,26 @@
+// The operator process: wiring only (config, logger, operator, signals), as kubebuilder's cmd/main.go.
+import { loadConfig } from "./config.ts";
+import { createLogger } from "./log.ts";
+import { startOperator } from "./operator.ts";
+
+export async function runOperator(argv: readonly string[]): Promise<void> {
+  const config = loadConfig(argv);
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  const operator = await startOperator(config, log);
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      log.info("shutting down: finishing running operations", { signal });
+      operator.stop().then(resolve, resolve);
+    };
+    process.once("SIGINT", shutdown);
+    process.once("SIGTERM", shutdown);
+  });
+  log.info("stopped");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runOperator(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,60 @@
+// The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { OperatorConfig } from "./config.ts";
+import { EventRecorder } from "./events.ts";
+import { kubeClients, type KubeClients } from "./kube.ts";
+import type { Logger } from "./log.ts";
+import { WorkQueue } from "./queue.ts";
+import { Reconciler } from "./reconcile.ts";
+import { projectName, StackDriver } from "./stacks.ts";
+import { Watcher } from "./watch.ts";
+
+export interface RunningOperator {
+  readonly clients: KubeClients;
+  readonly queue: WorkQueue;
+  readonly watcher: Watcher;
+  /** Stops taking work, lets running operations finish, stops the watches. */
+  stop(): Promise<void>;
+}
+
+/** The work folder all stacks share: Pulumi.yaml is written once here, never per operation. */
+function prepareWorkDir(config: OperatorConfig): string {
+  const workDir = join(config.stateDir, "workspace");
+  mkdirSync(workDir, { recursive: true });
+  writeFileSync(join(workDir, "Pulumi.yaml"), `name: ${projectName}\nruntime: nodejs\nbackend:\n  url: ${config.backendUrl}\n`);
+  return workDir;
+}
+
+export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
+  const clients = kubeClients(config.kubeconfig);
+  const driver = new StackDriver(
+    {
+      backendUrl: config.backendUrl,
+      passphrase: config.passphrase,
+      pulumiHome: join(config.stateDir, "pulumi-home"),
+      workDir: prepareWorkDir(config),
+      ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+    },
+    log,
+  );
+  // The queue calls the reconciler only after the watches start, when every part exists.
+  const queue: WorkQueue = new WorkQueue((key) => reconciler.reconcile(key), {
+    concurrency: config.concurrency,
+    baseDelayMs: config.baseRetryMs,
+    maxDelayMs: config.maxRetryMs,
+  });
+  const watcher = new Watcher(clients, config.namespaces, (key) => queue.add(key), log);
+  const reconciler = new Reconciler({ clients, driver, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
+  await watcher.start();
+  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl });
+  return {
+    clients,
+    queue,
+    watcher,
+    async stop() {
+      await queue.shutdown();
+      await watcher.stop();
+    },
+  };
+}

@@ -1,0 +1,27 @@
+// One Pulumi program per object: a Kubernetes provider and the object's component.
+import * as k8s from "@pulumi/kubernetes";
+import type { PulumiFn } from "@pulumi/pulumi/automation/index.js";
+import { AppWorkload } from "../components/app.ts";
+import { MemcachedWorkload } from "../components/memcached.ts";
+import type { Owner } from "../components/metadata.ts";
+import type { Workload } from "../crds/types.ts";
+
+export function ownerOf(object: Workload): Owner {
+  return { kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid };
+}
+
+export function programFor(object: Workload): PulumiFn {
+  const owner = ownerOf(object);
+  // A snapshot: the program must describe the spec this reconcile decided on, not a later one.
+  const snapshot = JSON.parse(JSON.stringify(object)) as Workload;
+  return async () => {
+    // No kubeconfig here: the provider reads KUBECONFIG (or the in-cluster identity) from the
+    // engine's environment, so a rotated credential never shows up as a provider diff.
+    const provider = new k8s.Provider("cluster", { enableServerSideApply: true });
+    const component =
+      snapshot.kind === "App"
+        ? new AppWorkload(owner.name, { owner, spec: snapshot.spec }, { provider })
+        : new MemcachedWorkload(owner.name, { owner, spec: snapshot.spec }, { provider });
+    return { deployment: component.deployment.metadata.name };
+  };
+}

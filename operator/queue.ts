@@ -1,0 +1,138 @@
+// The work queue, after client-go's workqueue: one item per key however many events arrive, never
+// two workers on one key, at most `concurrency` keys at once, and failed keys retried after a
+// capped exponential backoff. New events for a key in backoff run it at once, as in client-go.
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export interface QueueOptions {
+  readonly concurrency: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly clock?: Clock;
+}
+
+export interface Backoff {
+  /** The attempt a failure now would count as (1 for the first failure). */
+  readonly attempt: number;
+  readonly delayMs: number;
+}
+
+/** Result of one run of the handler: nothing, or run the key again after a while. */
+export type HandlerResult = void | { requeueAfterMs: number };
+export type Handler = (key: string) => Promise<HandlerResult>;
+
+export class WorkQueue {
+  private readonly clock: Clock;
+  private readonly ready: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly running = new Set<string>();
+  /** Keys whose events arrived while they were running: they run again afterwards. */
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, unknown>();
+  private idleWaiters: (() => void)[] = [];
+  private stopped = false;
+
+  constructor(
+    private readonly handler: Handler,
+    private readonly options: QueueOptions,
+  ) {
+    this.clock = options.clock ?? systemClock;
+  }
+
+  get depth(): number {
+    return this.ready.length;
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+
+  add(key: string): void {
+    if (this.stopped) return;
+    if (this.running.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.ready.push(key);
+    this.pump();
+  }
+
+  /** Adds `key` once `ms` have passed; an earlier add of the same key wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.stopped) return;
+    const existing = this.timers.get(key);
+    if (existing !== undefined) this.clock.clearTimeout(existing);
+    this.timers.set(key, this.clock.setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, ms));
+  }
+
+  peekBackoff(key: string): Backoff {
+    const attempt = (this.failures.get(key) ?? 0) + 1;
+    const delayMs = Math.min(this.options.baseDelayMs * 2 ** (attempt - 1), this.options.maxDelayMs);
+    return { attempt, delayMs };
+  }
+
+  attempts(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Stops taking work; resolves when the running handlers have finished. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    for (const handle of this.timers.values()) this.clock.clearTimeout(handle);
+    this.timers.clear();
+    this.ready.length = 0;
+    this.queued.clear();
+    await this.idle();
+  }
+
+  /** Resolves once nothing runs and nothing is ready to run (timers may still be pending). */
+  idle(): Promise<void> {
+    if (this.running.size === 0 && this.ready.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.running.size < this.options.concurrency && this.ready.length > 0) {
+      const key = this.ready.shift()!;
+      this.queued.delete(key);
+      this.running.add(key);
+      void this.process(key);
+    }
+    if (this.running.size === 0 && this.ready.length === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    try {
+      const result = await this.handler(key);
+      this.failures.delete(key);
+      if (result && "requeueAfterMs" in result) this.addAfter(key, result.requeueAfterMs);
+    } catch {
+      const { attempt, delayMs } = this.peekBackoff(key);
+      this.failures.set(key, attempt);
+      this.addAfter(key, delayMs);
+    } finally {
+      this.running.delete(key);
+      if (this.dirty.delete(key)) this.add(key);
+      this.pump();
+    }
+  }
+}

@@ -1,0 +1,186 @@
+// The reconciler: one object at a time, make the cluster match the spec through Pulumi when
+// something changed, and report what the live children say either way.
+import type { V1Deployment } from "@kubernetes/client-node";
+import { selectorLabels } from "../components/metadata.ts";
+import { type MemcachedStatus, type StackStatus, type Workload } from "../crds/types.ts";
+import { decide, decodeApplied, encodeApplied, programVersion, type Decision } from "./drift.ts";
+import type { EventRecorder } from "./events.ts";
+import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
+import { isNotFound, parseKey, type KubeClients } from "./kube.ts";
+import type { Logger } from "./log.ts";
+import { ownerOf, programFor } from "./programs.ts";
+import type { Backoff, HandlerResult } from "./queue.ts";
+import { stackName } from "./stack-names.ts";
+import { StackBusy, StackOperationFailed, type StackDriver } from "./stacks.ts";
+import { computeStatus, rolloutPhase, writeStatus } from "./status.ts";
+import type { Phase } from "./conditions.ts";
+import type { Watcher } from "./watch.ts";
+import { selectorString } from "../components/metadata.ts";
+
+const busyRetryMs = 5_000;
+/** Destroy attempts in a terminating namespace before the stack is forgotten instead. */
+const terminatingNamespaceAttempts = 3;
+
+export interface ReconcilerDeps {
+  readonly clients: KubeClients;
+  readonly watcher: Watcher;
+  readonly driver: StackDriver;
+  readonly events: EventRecorder;
+  readonly log: Logger;
+  readonly backoff: (key: string) => Backoff;
+  /** Observes every Pulumi operation (metrics). */
+  readonly onOperation?: (kind: string, result: string, seconds: number) => void;
+}
+
+function summarize(changes: Record<string, number> | undefined): string {
+  const parts = Object.entries(changes ?? {}).filter(([step, n]) => step !== "same" && n > 0).map(([step, n]) => `${n} ${step}`);
+  return parts.length ? parts.join(", ") : "no changes";
+}
+
+export class Reconciler {
+  /** The last status written per object: fresher than the watch cache right after a write. */
+  private readonly written = new Map<string, MemcachedStatus>();
+
+  constructor(private readonly deps: ReconcilerDeps) {}
+
+  async reconcile(key: string): Promise<HandlerResult> {
+    const { kind, namespace, name } = parseKey(key);
+    const stack = stackName(kind, namespace, name);
+    const cached = this.deps.watcher.workload(kind, namespace, name);
+    if (!cached) {
+      // Gone without our finalizer running (removed by hand): the children go with their
+      // ownerReferences; the stack state must not linger in the backend.
+      if (await this.deps.driver.exists(stack)) await this.deps.driver.forget(stack);
+      return;
+    }
+    const object = { ...cached, status: this.written.get(cached.metadata.uid) ?? cached.status } as Workload;
+    const log = this.deps.log.with({ object: key, stack });
+    if (object.metadata.deletionTimestamp) return this.finalize(object, stack, key, log);
+    if (!hasFinalizer(object)) object.metadata = (await addFinalizer(this.deps.clients, object)).metadata;
+
+    const deployment = await this.liveDeployment(object);
+    const service = this.deps.watcher.service(namespace, name);
+    const applied = decodeApplied(object.status?.stack?.appliedFingerprint);
+    const decision = decide(object.metadata.generation ?? 0, applied, {
+      deployment: deployment?.metadata?.uid ? { uid: deployment.metadata.uid, generation: deployment.metadata.generation ?? 0 } : undefined,
+      serviceUid: service?.metadata?.uid,
+    });
+    if (decision.action === "none") {
+      await this.report(object, deployment, rolloutPhase(object, deployment), object.status?.stack ?? { name: stack }, true);
+      return;
+    }
+    return this.apply(object, stack, key, decision, log);
+  }
+
+  private async apply(object: Workload, stack: string, key: string, decision: Exclude<Decision, { action: "none" }>, log: Logger): Promise<HandlerResult> {
+    const previous: StackStatus = object.status?.stack ?? { name: stack };
+    const deploymentBefore = this.deps.watcher.deployment(object.metadata.namespace, object.metadata.name);
+    await this.report(object, deploymentBefore, { kind: "progressing", reason: "Applying", message: `pulumi up: ${decision.reason}` }, previous, false);
+    log.info("pulumi up", { reason: decision.reason, refresh: decision.action === "repair" });
+    const started = Date.now();
+    try {
+      const operation = await this.deps.driver.up(stack, programFor(object), { refresh: decision.action === "repair" });
+      const seconds = (Date.now() - started) / 1000;
+      this.deps.onOperation?.("up", "succeeded", seconds);
+      log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
+      if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${summarize(operation.resourceChanges)})`);
+      else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${summarize(operation.resourceChanges)}`);
+      const deployment = await this.readDeployment(object);
+      const service = object.kind === "Memcached" || object.spec.port ? await this.readServiceUid(object) : "";
+      const appliedFingerprint = deployment?.metadata?.uid
+        ? encodeApplied({ programVersion, generation: object.metadata.generation ?? 0, deploymentUid: deployment.metadata.uid, deploymentGeneration: deployment.metadata.generation ?? 0, serviceUid: service ?? "" })
+        : undefined;
+      await this.report(object, deployment, rolloutPhase(object, deployment), { name: stack, lastOperation: operation, appliedFingerprint, attempts: 0 }, true);
+      return undefined;
+    } catch (error) {
+      if (error instanceof StackBusy) {
+        log.info("stack busy; retrying", { retryInMs: busyRetryMs });
+        return { requeueAfterMs: busyRetryMs };
+      }
+      const operation = error instanceof StackOperationFailed ? error.operation : undefined;
+      const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
+      const { attempt, delayMs } = this.deps.backoff(key);
+      this.deps.onOperation?.("up", "failed", (Date.now() - started) / 1000);
+      log.error("pulumi up failed", { operation: "up", durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
+      this.deps.events.record(object, "Warning", "StackUpdateFailed", message);
+      const stackStatus: StackStatus = {
+        ...previous,
+        name: stack,
+        ...(operation ? { lastOperation: operation } : {}),
+        attempts: attempt,
+        nextRetryTime: new Date(Date.now() + delayMs).toISOString(),
+      };
+      await this.report(object, deploymentBefore, { kind: "stalled", reason: "StackUpdateFailed", message }, stackStatus, false).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
+    if (!hasFinalizer(object)) return;
+    await this.report(object, this.deps.watcher.deployment(object.metadata.namespace, object.metadata.name), { kind: "deleting", message: "destroying the stack" }, object.status?.stack ?? { name: stack }, false).catch(() => undefined);
+    const started = Date.now();
+    try {
+      const operation = await this.deps.driver.destroy(stack);
+      this.deps.onOperation?.("destroy", "succeeded", (Date.now() - started) / 1000);
+      log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
+      this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${summarize(operation.resourceChanges)}; stack removed` : "no stack to destroy");
+    } catch (error) {
+      if (error instanceof StackBusy) return { requeueAfterMs: busyRetryMs };
+      this.deps.onOperation?.("destroy", "failed", (Date.now() - started) / 1000);
+      const message = error instanceof Error ? error.message : String(error);
+      const { attempt } = this.deps.backoff(key);
+      if (attempt < terminatingNamespaceAttempts || !(await this.namespaceTerminating(object.metadata.namespace))) {
+        log.error("pulumi destroy failed", { operation: "destroy", attempt, error: message });
+        this.deps.events.record(object, "Warning", "DestroyFailed", message);
+        throw error;
+      }
+      // The namespace takes the children with it; a stuck finalizer would hold it forever.
+      log.warn("namespace is terminating; forgetting the stack instead of destroying it", { error: message });
+      this.deps.events.record(object, "Warning", "StackForgotten", `destroy failed ${attempt} times while the namespace is terminating; the stack state was removed and the namespace deletion removes the children`);
+      await this.deps.driver.forget(stack);
+    }
+    await removeFinalizer(this.deps.clients, object);
+    this.written.delete(object.metadata.uid);
+    return undefined;
+  }
+
+  private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean): Promise<void> {
+    const selector = selectorLabels(ownerOf(object), object.kind === "App" ? object.metadata.name : "memcached");
+    const pods = this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp);
+    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase, stack, observed: observed || object.status?.observedGeneration === object.metadata.generation });
+    try {
+      if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
+    } catch (error) {
+      // The object was deleted under us: nothing left to report on.
+      if (!isNotFound(error)) throw error;
+    }
+  }
+
+  /** The cache may not have a Deployment that was created a moment ago: ask the API server. */
+  private async liveDeployment(object: Workload): Promise<V1Deployment | undefined> {
+    return this.deps.watcher.deployment(object.metadata.namespace, object.metadata.name) ?? this.readDeployment(object);
+  }
+
+  private async readDeployment(object: Workload): Promise<V1Deployment | undefined> {
+    try {
+      return await this.deps.clients.apps.readNamespacedDeployment({ name: object.metadata.name, namespace: object.metadata.namespace });
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  private async readServiceUid(object: Workload): Promise<string | undefined> {
+    try {
+      return (await this.deps.clients.core.readNamespacedService({ name: object.metadata.name, namespace: object.metadata.namespace })).metadata?.uid;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  private async namespaceTerminating(namespace: string): Promise<boolean> {
+    const ns = await this.deps.clients.core.readNamespace({ name: namespace }).catch(() => undefined);
+    return ns?.status?.phase === "Terminating";
+  }
+}

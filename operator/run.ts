@@ -1,0 +1,49 @@
+// The main job (`npm start`, `appstack run`): with no cluster configured, start the local one and
+// install the CRDs; then run the operator in the foreground until Ctrl-C, which stops everything.
+import { join } from "node:path";
+import { buildToolchain } from "../toolchain/build.ts";
+import { startCluster, type LocalCluster } from "../toolchain/cluster/cluster.ts";
+import { repoRoot } from "../toolchain/tools.ts";
+import { applyObjects, installCrds, readManifests } from "./apply.ts";
+import { loadConfig } from "./config.ts";
+import { kubeClients } from "./kube.ts";
+import { createLogger } from "./log.ts";
+import { startOperator } from "./operator.ts";
+
+export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
+
+export async function runMainJob(argv: readonly string[]): Promise<void> {
+  const withSamples = argv.includes("--samples");
+  buildToolchain();
+  const local = !argv.some((arg) => arg.startsWith("--kubeconfig=")) && !process.env["KUBECONFIG"];
+  let cluster: LocalCluster | undefined;
+  if (local) {
+    cluster = await startCluster({ name: `run-${process.pid}`, log: (line) => console.error(line) });
+    console.error(`\nlocal cluster is up; in another terminal:\n  export KUBECONFIG=${cluster.kubeconfig}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
+  }
+  const config = loadConfig(cluster ? [...argv, `--kubeconfig=${cluster.kubeconfig}`] : argv, { APPSTACK_LOG_FORMAT: "text", ...process.env });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, write: (line) => console.error(line) });
+  try {
+    const clients = kubeClients(config.kubeconfig);
+    await installCrds(clients);
+    log.info("CRDs installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev" });
+    const operator = await startOperator(config, log);
+    if (withSamples) {
+      await applyObjects(clients, samples.flatMap(readManifests));
+      log.info("samples applied", { files: "crds/samples/app.yaml, crds/samples/memcached.yaml" });
+    }
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        log.info("stopping: letting running operations finish");
+        operator.stop().then(resolve, resolve);
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+  } finally {
+    if (cluster) {
+      await cluster.stop();
+      console.error("local cluster stopped and removed");
+    }
+  }
+}

@@ -1,0 +1,146 @@
+// The stack driver: runs one Pulumi operation on one object's stack, turns the engine's typed
+// errors into decisions, and repairs what a killed operator leaves behind (stale locks, pending
+// operations) so that no human has to.
+import {
+  CommandError,
+  ConcurrentUpdateError,
+  LocalWorkspace,
+  StackNotFoundError,
+  type PulumiFn,
+  type Stack,
+  type UpdateSummary,
+} from "@pulumi/pulumi/automation/index.js";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { StackOperation } from "../crds/types.ts";
+import { workspaceOptions, type EngineSettings } from "./engine.ts";
+import type { Logger } from "./log.ts";
+import { breakStaleLocks } from "./stack-locks.ts";
+
+export const projectName = "appstack";
+
+/** The operation failed; the message is the engine's own. */
+export class StackOperationFailed extends Error {
+  constructor(readonly operation: StackOperation) {
+    super(operation.message ?? `${operation.kind} failed`);
+  }
+}
+
+/** Another live update holds the stack: try again later. */
+export class StackBusy extends Error {}
+
+function engineMessage(error: unknown): string {
+  if (!(error instanceof CommandError)) return error instanceof Error ? error.message : String(error);
+  const text = error.message;
+  const lines = text.split("\n").map((l) => l.trim());
+  const errors = lines.filter((l) => /^error:/i.test(l) || /error:/.test(l));
+  const picked = [...new Set(errors)].slice(0, 4).join("\n");
+  return (picked || lines.filter(Boolean).slice(-4).join("\n")).slice(0, 4000);
+}
+
+function report(kind: StackOperation["kind"], started: Date, summary?: UpdateSummary, error?: unknown): StackOperation {
+  return {
+    kind,
+    result: error === undefined && summary?.result !== "failed" ? "succeeded" : "failed",
+    startTime: started.toISOString(),
+    endTime: new Date().toISOString(),
+    ...(summary?.resourceChanges ? { resourceChanges: { ...summary.resourceChanges } } : {}),
+    ...(error !== undefined ? { message: engineMessage(error) } : {}),
+  };
+}
+
+export class StackDriver {
+  constructor(
+    private readonly settings: EngineSettings & { readonly workDir: string },
+    private readonly log: Logger,
+  ) {}
+
+  private async workspace() {
+    // The shared work folder already holds Pulumi.yaml: not passing project settings keeps
+    // parallel operations from rewriting it under each other.
+    const { projectSettings: _unused, ...options } = await workspaceOptions(this.settings, projectName);
+    return { ...options, workDir: this.settings.workDir };
+  }
+
+  /** Runs `operation`, breaking a stale lock once if a dead operator left one behind. */
+  private async unlocked<T>(name: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (!(error instanceof ConcurrentUpdateError)) throw error;
+      if (!(breakStaleLocks(this.settings.backendUrl, projectName, name, this.log))) throw new StackBusy(`stack ${name} is locked by a running update`);
+      return operation();
+    }
+  }
+
+  /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
+  private async clearPendingOperations(stack: Stack): Promise<void> {
+    const state = await stack.exportStack();
+    const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
+    if (!deployment?.pending_operations?.length) return;
+    this.log.warn("clearing pending operations left by an interrupted update", { stack: stack.name, count: deployment.pending_operations.length });
+    deployment.pending_operations = [];
+    await stack.importStack(state);
+  }
+
+  /** refresh (optional), then up. Throws StackOperationFailed or StackBusy. */
+  async up(name: string, program: PulumiFn, options: { refresh: boolean }): Promise<StackOperation> {
+    const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, await this.workspace());
+    const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
+    return this.unlocked(name, async () => {
+      await this.clearPendingOperations(stack);
+      if (options.refresh) await this.run("refresh", () => stack.refresh({ onOutput }));
+      return this.run("up", () => stack.up({ onOutput }));
+    });
+  }
+
+  /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
+  async destroy(name: string): Promise<StackOperation | undefined> {
+    let stack: Stack;
+    try {
+      stack = await LocalWorkspace.selectStack({ stackName: name, projectName, program: async () => undefined }, await this.workspace());
+    } catch (error) {
+      if (error instanceof StackNotFoundError) return undefined;
+      throw error;
+    }
+    const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
+    const result = await this.unlocked(name, async () => {
+      await this.clearPendingOperations(stack);
+      return this.run("destroy", () => stack.destroy({ onOutput }));
+    });
+    await stack.workspace.removeStack(name);
+    return result;
+  }
+
+  /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */
+  async exists(name: string): Promise<boolean> {
+    if (this.settings.backendUrl.startsWith("file://")) {
+      const stacks = join(fileURLToPath(this.settings.backendUrl), ".pulumi", "stacks", projectName);
+      return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(join(stacks, `${name}${suffix}`)));
+    }
+    const ws = await LocalWorkspace.create(await this.workspace());
+    return (await ws.listStacks()).some((stack) => stack.name === name);
+  }
+
+  /** Removes a stack's state without touching the cluster (the namespace is being deleted). */
+  async forget(name: string): Promise<void> {
+    const ws = await LocalWorkspace.create(await this.workspace());
+    await ws.removeStack(name, { force: true }).catch((error: unknown) => {
+      if (!(error instanceof StackNotFoundError)) throw error;
+    });
+  }
+
+  private async run(kind: StackOperation["kind"], operation: () => Promise<{ summary: UpdateSummary }>): Promise<StackOperation> {
+    const started = new Date();
+    try {
+      const { summary } = await operation();
+      const result = report(kind, started, summary);
+      if (result.result === "failed") throw new StackOperationFailed(result);
+      return result;
+    } catch (error) {
+      if (error instanceof StackOperationFailed || error instanceof ConcurrentUpdateError) throw error;
+      throw new StackOperationFailed(report(kind, started, undefined, error));
+    }
+  }
+}

@@ -1,0 +1,81 @@
+// Status: what the live Deployment and pods say, with the conditions of the current phase and the
+// stack report, written through the status subresource only when something in it changed.
+import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import type { MemcachedStatus, StackStatus, Workload } from "../crds/types.ts";
+import { conditionsFor, type Phase } from "./conditions.ts";
+import { keyOf, patchWorkload, type KubeClients } from "./kube.ts";
+
+export function desiredReplicas(object: Workload): number {
+  return object.kind === "App" ? object.spec.replicas : object.spec.size;
+}
+
+/** Like `kubectl rollout status`: the newest spec is observed and every replica is updated and available. */
+export function rolloutPhase(object: Workload, deployment: V1Deployment | undefined): Phase {
+  const want = desiredReplicas(object);
+  if (!deployment) return { kind: "progressing", reason: "Creating", message: "the Deployment does not exist yet" };
+  const status = deployment.status ?? {};
+  const progressing = status.conditions?.find((c) => c.type === "Progressing");
+  if (progressing?.reason === "ProgressDeadlineExceeded") return { kind: "stalled", reason: "ProgressDeadlineExceeded", message: progressing.message ?? "rollout stalled" };
+  if ((status.observedGeneration ?? 0) < (deployment.metadata?.generation ?? 0)) return { kind: "progressing", reason: "RollingOut", message: "the Deployment controller has not seen the newest spec yet" };
+  const updated = status.updatedReplicas ?? 0;
+  const available = status.availableReplicas ?? 0;
+  const total = status.replicas ?? 0;
+  if (updated < want) return { kind: "progressing", reason: "RollingOut", message: `${updated} of ${want} replicas updated` };
+  if (total > updated) return { kind: "progressing", reason: "RollingOut", message: `${total - updated} old replicas are pending termination` };
+  if (available < want) return { kind: "progressing", reason: "RollingOut", message: `${available} of ${want} updated replicas available` };
+  return { kind: "ready", message: `${available} of ${want} replicas available` };
+}
+
+export interface StatusInput {
+  readonly object: Workload;
+  readonly deployment: V1Deployment | undefined;
+  readonly pods: readonly V1Pod[];
+  readonly selector: string;
+  readonly phase: Phase;
+  readonly stack: StackStatus;
+  /** Whether the spec of `object.metadata.generation` has been applied. */
+  readonly observed: boolean;
+}
+
+export function computeStatus(input: StatusInput, now = new Date()): MemcachedStatus {
+  const { object, deployment } = input;
+  const previous = object.status ?? {};
+  const generation = object.metadata.generation;
+  const status: MemcachedStatus = {
+    observedGeneration: input.observed ? generation : previous.observedGeneration,
+    replicas: deployment?.status?.replicas ?? 0,
+    readyReplicas: deployment?.status?.readyReplicas ?? 0,
+    availableReplicas: deployment?.status?.availableReplicas ?? 0,
+    selector: input.selector,
+    conditions: conditionsFor(input.phase, generation, previous.conditions, now),
+    lastUpdateTime: previous.lastUpdateTime,
+    stack: input.stack,
+  };
+  if (object.kind === "Memcached") {
+    status.nodes = input.pods.map((pod) => pod.metadata?.name ?? "").filter(Boolean).sort();
+  }
+  return status;
+}
+
+/** JSON with sorted keys: the API server does not keep our key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function withoutTimestamp(status: MemcachedStatus | undefined): string {
+  return canonical({ ...status, lastUpdateTime: undefined });
+}
+
+/** Writes `status` unless it says what the object already says; returns whether it wrote. */
+export async function writeStatus(clients: KubeClients, object: Workload, status: MemcachedStatus): Promise<boolean> {
+  if (withoutTimestamp(object.status) === withoutTimestamp(status)) return false;
+  const stamped = JSON.parse(JSON.stringify({ ...status, lastUpdateTime: new Date().toISOString() })) as MemcachedStatus;
+  await patchWorkload(clients, keyOf(object), [{ op: "add", path: "/status", value: stamped }], "status");
+  object.status = stamped;
+  return true;
+}

@@ -1,0 +1,124 @@
+// Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
+// enqueue the owning object's key; the reconciler reads everything else from these caches.
+import { makeInformer, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../components/metadata.ts";
+import { group, plurals, version, type Workload, type WorkloadKind } from "../crds/types.ts";
+import { keyString, type KubeClients } from "./kube.ts";
+import type { Logger } from "./log.ts";
+
+type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
+type Namespaces = readonly string[] | "all";
+
+const restartDelayMs = 3_000;
+const managedSelector = `${managedByLabel}=${managedBy}`;
+
+function path(base: string, resource: string, namespace: string | undefined): string {
+  return namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
+}
+
+export class Watcher {
+  private readonly informers: Cached<KubernetesObject>[] = [];
+  private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
+  private readonly deployments: Cached<V1Deployment>[] = [];
+  private readonly pods: Cached<V1Pod>[] = [];
+  private readonly services: Cached<V1Service>[] = [];
+  private stopped = false;
+
+  constructor(
+    private readonly clients: KubeClients,
+    private readonly namespaces: Namespaces,
+    private readonly enqueue: (key: string) => void,
+    private readonly log: Logger,
+  ) {
+    const scopes = namespaces === "all" ? [undefined] : namespaces;
+    for (const ns of scopes) {
+      for (const kind of ["App", "Memcached"] as const) {
+        const informer = this.workloadInformer(kind, ns);
+        this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
+      }
+      this.deployments.push(this.childInformer<V1Deployment>(path("/apis/apps/v1", "deployments", ns), () =>
+        ns ? clients.apps.listNamespacedDeployment({ namespace: ns, labelSelector: managedSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector: managedSelector })));
+      this.services.push(this.childInformer<V1Service>(path("/api/v1", "services", ns), () =>
+        ns ? clients.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector: managedSelector })));
+      this.pods.push(this.childInformer<V1Pod>(path("/api/v1", "pods", ns), () =>
+        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector })));
+    }
+  }
+
+  private workloadInformer(kind: WorkloadKind, ns: string | undefined): Cached<Workload> {
+    const plural = plurals[kind];
+    const list = async () => {
+      const result: unknown = ns
+        ? await this.clients.custom.listNamespacedCustomObject({ group, version, namespace: ns, plural })
+        : await this.clients.custom.listClusterCustomObject({ group, version, plural });
+      const typed = result as { items: Workload[]; metadata?: { resourceVersion?: string } };
+      // List items carry no kind; the cache and the reconciler want it.
+      for (const item of typed.items) Object.assign(item, { kind });
+      return typed;
+    };
+    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), list as never);
+    const onEvent = (object: Workload) => this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
+    return this.register(informer, onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
+  }
+
+  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>): Cached<T> {
+    const informer = makeInformer<T>(this.clients.config, resourcePath, list as never, managedSelector);
+    const onEvent = (object: T) => {
+      const labels = object.metadata?.labels ?? {};
+      const kind = labels[kindLabel];
+      const name = labels[instanceLabel];
+      if ((kind === "App" || kind === "Memcached") && name && object.metadata?.namespace) this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name }));
+    };
+    return this.register(informer, onEvent, resourcePath);
+  }
+
+  private register<T extends KubernetesObject>(informer: Cached<T>, onEvent: (object: T) => void, what: string): Cached<T> {
+    informer.on("add", onEvent);
+    informer.on("update", onEvent);
+    informer.on("delete", onEvent);
+    // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
+    informer.on("error", (error: unknown) => {
+      if (this.stopped) return;
+      this.log.warn("watch failed; restarting", { watch: what, error: String(error) });
+      setTimeout(() => void informer.start().catch(() => undefined), restartDelayMs);
+    });
+    this.informers.push(informer as unknown as Cached<KubernetesObject>);
+    return informer;
+  }
+
+  /** Starts every informer; resolves once each has listed (the caches are synced). */
+  async start(): Promise<void> {
+    await Promise.all(this.informers.map((informer) => informer.start()));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.informers.map((informer) => informer.stop()));
+  }
+
+  workload(kind: WorkloadKind, namespace: string, name: string): Workload | undefined {
+    for (const informer of this.workloads.get(kind) ?? []) {
+      const found = informer.get(name, namespace);
+      if (found) return { ...found, kind } as Workload;
+    }
+    return undefined;
+  }
+
+  allWorkloadKeys(): string[] {
+    return [...this.workloads.entries()].flatMap(([kind, informers]) =>
+      informers.flatMap((informer) => informer.list().map((o) => keyString({ kind, namespace: o.metadata.namespace, name: o.metadata.name }))));
+  }
+
+  deployment(namespace: string, name: string): V1Deployment | undefined {
+    return this.deployments.map((informer) => informer.get(name, namespace)).find(Boolean);
+  }
+
+  service(namespace: string, name: string): V1Service | undefined {
+    return this.services.map((informer) => informer.get(name, namespace)).find(Boolean);
+  }
+
+  podsOf(namespace: string, selector: Record<string, string>): V1Pod[] {
+    const matches = (pod: V1Pod) => Object.entries(selector).every(([k, v]) => pod.metadata?.labels?.[k] === v);
+    return this.pods.flatMap((informer) => informer.list(namespace)).filter(matches);
+  }
+}

@@ -1,0 +1,134 @@
+// The components under Pulumi's mocks: the exact Deployment and Service inputs they register.
+import assert from "node:assert/strict";
+import { before, test } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import type { AppSpec } from "../../crds/types.ts";
+
+interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+  parent?: string;
+}
+
+const registered: Registered[] = [];
+
+pulumi.runtime.setMocks(
+  {
+    newResource(args) {
+      registered.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
+      return { id: `${args.name}-id`, state: args.inputs as Record<string, unknown> };
+    },
+    call: (args) => args.inputs as Record<string, unknown>,
+  },
+  "appstack",
+  "test",
+  false,
+);
+
+// Imported after setMocks, as the mocks require.
+let components: typeof import("../../components/app.ts") & typeof import("../../components/memcached.ts");
+before(async () => {
+  components = { ...(await import("../../components/app.ts")), ...(await import("../../components/memcached.ts")) };
+});
+
+const owner = (name: string, kind: "App" | "Memcached" = "App") => ({ kind, name, namespace: "team-a", uid: `uid-${name}` });
+
+async function settle(resource: pulumi.Resource): Promise<void> {
+  await new Promise<void>((resolve) => pulumi.output(resource.urn).apply(() => resolve()));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+function byType(type: string, name: string): Registered {
+  const found = registered.find((r) => r.type === type && r.name === name);
+  assert.ok(found, `no ${type} ${name} registered; got ${registered.map((r) => `${r.type}/${r.name}`).join(", ")}`);
+  return found;
+}
+
+test("an App with a port becomes a Deployment and a Service with explicit, unique labels", async () => {
+  const spec: AppSpec = {
+    image: "nginx:1.27",
+    replicas: 3,
+    port: 8080,
+    env: [{ name: "MODE", value: "prod" }],
+    resources: { requests: { cpu: "100m" }, limits: { memory: "128Mi" } },
+  };
+  const app = new components.AppWorkload("web", { owner: owner("web"), spec });
+  await settle(app.deployment);
+  const labels = {
+    "app.kubernetes.io/name": "web",
+    "app.kubernetes.io/instance": "web",
+    "appstack.dev/kind": "App",
+    "app.kubernetes.io/managed-by": "appstack",
+  };
+  const selector = { "app.kubernetes.io/name": "web", "app.kubernetes.io/instance": "web", "appstack.dev/kind": "App" };
+  assert.equal(byType("appstack:apps:App", "web").type, "appstack:apps:App");
+  assert.deepEqual(byType("kubernetes:apps/v1:Deployment", "web").inputs, {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: {
+      name: "web",
+      namespace: "team-a",
+      labels,
+      annotations: { "pulumi.com/skipAwait": "true" },
+      ownerReferences: [{ apiVersion: "appstack.dev/v1alpha1", kind: "App", name: "web", uid: "uid-web", controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            {
+              name: "app",
+              image: "nginx:1.27",
+              ports: [{ name: "http", containerPort: 8080, protocol: "TCP" }],
+              env: [{ name: "MODE", value: "prod" }],
+              resources: { requests: { cpu: "100m" }, limits: { memory: "128Mi" } },
+            },
+          ],
+        },
+      },
+    },
+  });
+  const service = byType("kubernetes:core/v1:Service", "web").inputs as { spec: unknown; metadata: { labels: unknown } };
+  assert.deepEqual(service.spec, { type: "ClusterIP", selector, ports: [{ name: "http", port: 8080, targetPort: "http", protocol: "TCP" }] });
+  assert.deepEqual(service.metadata.labels, labels);
+});
+
+test("an App without a port has no Service and a bare container", async () => {
+  const app = new components.AppWorkload("worker", { owner: owner("worker"), spec: { image: "busybox:1.36", replicas: 1 } });
+  await settle(app.deployment);
+  assert.equal(app.service, undefined);
+  assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:Service" && r.name === "worker"));
+  const deployment = byType("kubernetes:apps/v1:Deployment", "worker").inputs as { spec: { template: { spec: { containers: unknown[] } } } };
+  assert.deepEqual(deployment.spec.template.spec.containers, [{ name: "app", image: "busybox:1.36" }]);
+});
+
+test("two Apps with the same image never share a selector", () => {
+  const spec: AppSpec = { image: "nginx:1.27", replicas: 1 };
+  const a = components.appDeployment(owner("a"), spec).spec as { selector: { matchLabels: Record<string, string> } };
+  const b = components.appDeployment(owner("b"), spec).spec as { selector: { matchLabels: Record<string, string> } };
+  assert.notDeepEqual(a.selector.matchLabels, b.selector.matchLabels);
+});
+
+test("a Memcached becomes memcached on 11211 with requests and a TCP liveness probe", async () => {
+  const cache = new components.MemcachedWorkload("cache", { owner: owner("cache", "Memcached"), spec: { size: 3, image: "memcached:1.6" } });
+  await settle(cache.service);
+  const deployment = byType("kubernetes:apps/v1:Deployment", "cache").inputs as { spec: { replicas: number; selector: unknown; template: { spec: { containers: unknown[] } } } };
+  assert.equal(deployment.spec.replicas, 3);
+  assert.deepEqual(deployment.spec.selector, { matchLabels: { "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "cache", "appstack.dev/kind": "Memcached" } });
+  assert.deepEqual(deployment.spec.template.spec.containers, [
+    {
+      name: "memcached",
+      image: "memcached:1.6",
+      args: ["-m=64", "-o", "modern", "-v"],
+      ports: [{ name: "memcached", containerPort: 11211, protocol: "TCP" }],
+      resources: { requests: { cpu: "100m", memory: "128Mi" } },
+      livenessProbe: { tcpSocket: { port: 11211 }, initialDelaySeconds: 30, periodSeconds: 10 },
+    },
+  ]);
+  const service = byType("kubernetes:core/v1:Service", "cache").inputs as { spec: { ports: unknown } };
+  assert.deepEqual(service.spec.ports, [{ name: "memcached", port: 11211, targetPort: "memcached", protocol: "TCP" }]);
+});

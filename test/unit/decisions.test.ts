@@ -1,0 +1,83 @@
+// The pure decisions of the operator: stack names, when Pulumi runs, and what status says.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { V1Deployment } from "@kubernetes/client-node";
+import type { App } from "../../crds/types.ts";
+import { conditionsFor } from "../../operator/conditions.ts";
+import { decide, decodeApplied, encodeApplied, programVersion, type Applied } from "../../operator/drift.ts";
+import { stackName } from "../../operator/stack-names.ts";
+import { rolloutPhase } from "../../operator/status.ts";
+
+test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
+  assert.equal(stackName("App", "default", "web"), "app.default.web");
+  assert.notEqual(stackName("App", "a-b", "c"), stackName("App", "a", "b-c"));
+  assert.notEqual(stackName("App", "ns", "web"), stackName("Memcached", "ns", "web"));
+  const long = "x".repeat(253);
+  const a = stackName("App", "n".repeat(63), long);
+  const b = stackName("App", "n".repeat(63), long.slice(0, 252) + "y");
+  assert.ok(a.length <= 100);
+  assert.notEqual(a, b);
+  assert.match(a, /^[a-zA-Z0-9._-]+$/);
+});
+
+const applied: Applied = { programVersion, generation: 2, deploymentUid: "d1", deploymentGeneration: 5, serviceUid: "s1" };
+
+test("the applied record survives a round trip through status", () => {
+  assert.deepEqual(decodeApplied(encodeApplied(applied)), applied);
+  assert.deepEqual(decodeApplied(encodeApplied({ ...applied, serviceUid: "" })), { ...applied, serviceUid: "" });
+  assert.equal(decodeApplied("garbage"), undefined);
+});
+
+test("nothing changed means no Pulumi run", () => {
+  assert.deepEqual(decide(2, applied, { deployment: { uid: "d1", generation: 5 }, serviceUid: "s1" }), { action: "none" });
+  // The cache has not seen our own update yet: not drift.
+  assert.deepEqual(decide(2, applied, { deployment: { uid: "d1", generation: 4 }, serviceUid: "s1" }), { action: "none" });
+});
+
+test("a spec change applies, an out-of-band change repairs", () => {
+  assert.equal(decide(3, applied, { deployment: { uid: "d1", generation: 5 }, serviceUid: "s1" }).action, "apply");
+  assert.equal(decide(2, undefined, {}).action, "apply");
+  assert.equal(decide(2, { ...applied, programVersion: "0" }, { deployment: { uid: "d1", generation: 5 }, serviceUid: "s1" }).action, "apply");
+  assert.equal(decide(2, applied, { serviceUid: "s1" }).action, "repair");
+  assert.equal(decide(2, applied, { deployment: { uid: "d2", generation: 1 }, serviceUid: "s1" }).action, "repair");
+  assert.equal(decide(2, applied, { deployment: { uid: "d1", generation: 6 }, serviceUid: "s1" }).action, "repair");
+  assert.equal(decide(2, applied, { deployment: { uid: "d1", generation: 5 } }).action, "repair");
+  // A Service nobody asked for is not Pulumi's to delete: no endless repairs.
+  assert.deepEqual(decide(2, { ...applied, serviceUid: "" }, { deployment: { uid: "d1", generation: 5 }, serviceUid: "x" }), { action: "none" });
+});
+
+const app = (replicas: number): App => ({
+  apiVersion: "appstack.dev/v1alpha1",
+  kind: "App",
+  metadata: { name: "web", namespace: "default", uid: "u", generation: 1 },
+  spec: { image: "nginx", replicas },
+});
+
+const deployment = (status: V1Deployment["status"], generation = 1): V1Deployment => ({ metadata: { generation }, status: { observedGeneration: generation, ...status } });
+
+test("Ready only when the rollout is complete", () => {
+  assert.equal(rolloutPhase(app(2), undefined).kind, "progressing");
+  assert.equal(rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 1 })).kind, "progressing");
+  assert.equal(rolloutPhase(app(2), deployment({ replicas: 3, updatedReplicas: 2, availableReplicas: 2 })).kind, "progressing");
+  assert.equal(rolloutPhase(app(2), { metadata: { generation: 2 }, status: { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 2 } }).kind, "progressing");
+  assert.equal(rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 2, readyReplicas: 2 })).kind, "ready");
+  assert.equal(rolloutPhase(app(0), deployment({})).kind, "ready");
+  const stuck = deployment({ conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: "too slow" }] });
+  assert.deepEqual(rolloutPhase(app(2), stuck), { kind: "stalled", reason: "ProgressDeadlineExceeded", message: "too slow" });
+});
+
+test("conditions follow kstatus and keep their transition time while unchanged", () => {
+  const t0 = new Date("2026-01-01T00:00:00Z");
+  const t1 = new Date("2026-01-01T00:01:00Z");
+  const progressing = conditionsFor({ kind: "progressing", reason: "Applying", message: "up" }, 1, [], t0);
+  assert.deepEqual(progressing.map((c) => [c.type, c.status]), [["Ready", "False"], ["Reconciling", "True"], ["Stalled", "False"]]);
+  const ready = conditionsFor({ kind: "ready", message: "2 of 2" }, 1, progressing, t1);
+  assert.deepEqual(ready.map((c) => [c.type, c.status, c.lastTransitionTime]), [
+    ["Ready", "True", t1.toISOString()],
+    ["Reconciling", "False", t1.toISOString()],
+    ["Stalled", "False", t0.toISOString()],
+  ]);
+  const stalled = conditionsFor({ kind: "stalled", reason: "StackUpdateFailed", message: "boom" }, 2, ready, t1);
+  assert.equal(stalled.find((c) => c.type === "Stalled")?.status, "True");
+  assert.ok(stalled.every((c) => c.observedGeneration === 2));
+});

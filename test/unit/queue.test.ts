@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { WorkQueue, type Clock } from "../../operator/queue.ts";
+
+/** A clock that moves only when the test says so. */
+class FakeClock implements Clock {
+  private current = 0;
+  private timers: { at: number; fn: () => void; id: number }[] = [];
+  private nextId = 0;
+  now() {
+    return this.current;
+  }
+  setTimeout(fn: () => void, ms: number) {
+    const id = ++this.nextId;
+    this.timers.push({ at: this.current + ms, fn, id });
+    return id;
+  }
+  clearTimeout(handle: unknown) {
+    this.timers = this.timers.filter((t) => t.id !== handle);
+  }
+  pendingDelays(): number[] {
+    return this.timers.map((t) => t.at - this.current).sort((a, b) => a - b);
+  }
+  advance(ms: number) {
+    this.current += ms;
+    const due = this.timers.filter((t) => t.at <= this.current);
+    this.timers = this.timers.filter((t) => t.at > this.current);
+    for (const t of due) t.fn();
+  }
+}
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const options = { concurrency: 2, baseDelayMs: 1000, maxDelayMs: 8000 };
+
+test("events for one key coalesce into one run", async () => {
+  const runs: string[] = [];
+  const queue = new WorkQueue(async (key) => void runs.push(key), { ...options, concurrency: 1 });
+  // "a" takes the only worker; the events for "b" pile up behind it.
+  queue.add("a");
+  queue.add("b");
+  queue.add("b");
+  queue.add("b");
+  assert.equal(queue.depth, 1);
+  await queue.idle();
+  assert.deepEqual(runs, ["a", "b"]);
+});
+
+test("a key never runs twice at once, and an event during a run runs it once more afterwards", async () => {
+  let concurrent = 0;
+  let maxConcurrent = 0;
+  const gates = [deferred(), deferred()];
+  let run = 0;
+  const queue = new WorkQueue(async () => {
+    concurrent++;
+    maxConcurrent = Math.max(maxConcurrent, concurrent);
+    await gates[run++]!.promise;
+    concurrent--;
+  }, options);
+  queue.add("k");
+  await Promise.resolve();
+  queue.add("k");
+  queue.add("k");
+  assert.equal(queue.active, 1);
+  gates[0]!.resolve();
+  gates[1]!.resolve();
+  await queue.idle();
+  assert.equal(run, 2);
+  assert.equal(maxConcurrent, 1);
+});
+
+test("no more than `concurrency` keys run at once, in the order they came", async () => {
+  const gate = deferred();
+  const started: string[] = [];
+  let peak = 0;
+  const queue = new WorkQueue(async (key) => {
+    started.push(key);
+    peak = Math.max(peak, queue.active);
+    await gate.promise;
+  }, { ...options, concurrency: 3 });
+  for (const key of ["a", "b", "c", "d", "e"]) queue.add(key);
+  assert.deepEqual(started, ["a", "b", "c"]);
+  assert.equal(queue.depth, 2);
+  gate.resolve();
+  await queue.idle();
+  assert.deepEqual(started, ["a", "b", "c", "d", "e"]);
+  assert.equal(peak, 3);
+});
+
+test("failures back off exponentially up to the cap, and success resets the count", async () => {
+  const clock = new FakeClock();
+  let failuresLeft = 5;
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    runs++;
+    if (failuresLeft-- > 0) throw new Error("boom");
+  }, { ...options, clock });
+  const delays: number[] = [];
+  queue.add("k");
+  for (let i = 0; i < 5; i++) {
+    await queue.idle();
+    delays.push(clock.pendingDelays()[0]!);
+    clock.advance(delays.at(-1)!);
+  }
+  await queue.idle();
+  assert.deepEqual(delays, [1000, 2000, 4000, 8000, 8000]);
+  assert.equal(runs, 6);
+  assert.equal(queue.attempts("k"), 0);
+  assert.deepEqual(clock.pendingDelays(), []);
+});
+
+test("a new event runs a key in backoff at once", async () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    if (++runs === 1) throw new Error("first attempt fails");
+  }, { ...options, clock });
+  queue.add("k");
+  await queue.idle();
+  assert.deepEqual(clock.pendingDelays(), [1000]);
+  assert.deepEqual(queue.peekBackoff("k"), { attempt: 2, delayMs: 2000 });
+  queue.add("k");
+  await queue.idle();
+  assert.equal(runs, 2);
+});
+
+test("shutdown stops taking work and waits for running handlers", async () => {
+  const gate = deferred();
+  let finished = false;
+  const queue = new WorkQueue(async () => {
+    await gate.promise;
+    finished = true;
+  }, options);
+  queue.add("a");
+  const stopping = queue.shutdown();
+  queue.add("b");
+  gate.resolve();
+  await stopping;
+  assert.ok(finished);
+  assert.equal(queue.depth, 0);
+});
