@@ -43,6 +43,4 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
   }
 }
 
-export function isNotFound(error: unknown): boolean {
-  return typeof error === "object" && error !== null && (error as { code?: number }).code === 404;
-}
+export { isNotFound } from "../../operator/kube.ts";

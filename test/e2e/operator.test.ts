@@ -1,0 +1,233 @@
+// The operator end to end: its own process, the real Pulumi engine, a real API server. Every
+// assertion reads the API server (objects, Deployments, pods, Events) or the stack backend.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import type { CoreV1Event, V1Deployment } from "@kubernetes/client-node";
+import type { App, Memcached } from "../../crds/types.ts";
+import { stackName } from "../../operator/stack-names.ts";
+import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+
+const cluster = useCluster();
+let operator: OperatorProcess;
+let workloads: Workloads;
+
+before(async () => {
+  operator = await startOperatorProcess(cluster().cluster.kubeconfig);
+  workloads = new Workloads(cluster().cluster.kubeconfig);
+  for (const name of ["team-a", "team-b"]) await cluster().core.createNamespace({ body: { metadata: { name } } });
+});
+
+after(async () => {
+  await operator?.stop();
+  if (process.exitCode) console.error(readFileSync(operator.logFile, "utf8").split("\n").slice(-80).join("\n"));
+});
+
+const app = (name: string, namespace: string, spec: Record<string, unknown>) => ({ kind: "App" as const, metadata: { name, namespace }, spec });
+
+async function deployment(namespace: string, name: string): Promise<V1Deployment> {
+  return cluster().apps.readNamespacedDeployment({ name, namespace });
+}
+
+async function podsOf(namespace: string, selector: Record<string, string>) {
+  const labelSelector = Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(",");
+  return (await cluster().core.listNamespacedPod({ namespace, labelSelector })).items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+async function events(namespace: string, name: string): Promise<CoreV1Event[]> {
+  const list = await cluster().core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
+  return list.items;
+}
+
+async function eventWithReason(namespace: string, name: string, reason: string): Promise<CoreV1Event> {
+  return eventually(`event ${reason} on ${namespace}/${name}`, async () => (await events(namespace, name)).find((e) => e.reason === reason));
+}
+
+function stackFile(name: string): string {
+  return join(operator.stateDir, "backend", ".pulumi", "stacks", "appstack", `${name}.json`);
+}
+
+test("an App becomes Ready with its Deployment, Service and running pods", async () => {
+  await workloads.create(app("web", "team-a", { image: "nginx:1.27", replicas: 2, port: 8080, env: [{ name: "MODE", value: "e2e" }] }));
+  const ready = (await workloads.ready("App", "team-a", "web")) as App;
+  const live = await deployment("team-a", "web");
+  assert.equal(live.spec?.replicas, 2);
+  assert.equal(live.status?.readyReplicas, 2);
+  const container = live.spec?.template.spec?.containers[0];
+  assert.equal(container?.image, "nginx:1.27");
+  assert.deepEqual(container?.env, [{ name: "MODE", value: "e2e" }]);
+  assert.equal(live.metadata?.labels?.["app.kubernetes.io/managed-by"], "appstack");
+  assert.equal(live.metadata?.ownerReferences?.[0]?.uid, ready.metadata.uid);
+  const service = await cluster().core.readNamespacedService({ name: "web", namespace: "team-a" });
+  assert.equal(service.spec?.ports?.[0]?.port, 8080);
+  const pods = await podsOf("team-a", live.spec!.selector.matchLabels!);
+  assert.equal(pods.length, 2);
+  assert.ok(pods.every((p) => p.status?.phase === "Running" && p.spec?.nodeName?.startsWith("kwok-node-")));
+  // Status: counts from the live Deployment, the stack and its last operation.
+  assert.equal(ready.status?.readyReplicas, 2);
+  assert.equal(ready.status?.availableReplicas, 2);
+  assert.equal(ready.status?.stack?.name, "app.team-a.web");
+  assert.equal(ready.status?.stack?.lastOperation?.kind, "up");
+  assert.equal(ready.status?.stack?.lastOperation?.result, "succeeded");
+  assert.equal(ready.status?.stack?.lastOperation?.resourceChanges?.["create"], 4);
+  assert.ok(ready.metadata.finalizers?.includes("appstack.dev/stack"));
+  assert.ok(existsSync(stackFile("app.team-a.web")));
+  await eventWithReason("team-a", "web", "StackUpdated");
+});
+
+test("an unchanged object starts no Pulumi run", async () => {
+  const before = await workloads.get("App", "team-a", "web");
+  // A label is metadata, not spec: generation stays, so nothing needs Pulumi.
+  const { PatchStrategy, setHeaderOptions, CustomObjectsApi, KubeConfig } = await import("@kubernetes/client-node");
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster().cluster.kubeconfig);
+  await kc.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+    { group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace: "team-a", name: "web", body: { metadata: { labels: { touched: "yes" } } } },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  const after = await workloads.get("App", "team-a", "web");
+  assert.equal(after.metadata.generation, before.metadata.generation);
+  assert.equal(after.status?.stack?.lastOperation?.startTime, before.status?.stack?.lastOperation?.startTime);
+});
+
+test("scaling through the scale subresource and changing the image roll out", async () => {
+  const { CustomObjectsApi, KubeConfig } = await import("@kubernetes/client-node");
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster().cluster.kubeconfig);
+  // What `kubectl scale app/web --replicas=3` does.
+  await kc.makeApiClient(CustomObjectsApi).replaceNamespacedCustomObjectScale({
+    group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace: "team-a", name: "web",
+    body: { apiVersion: "autoscaling/v1", kind: "Scale", metadata: { name: "web", namespace: "team-a" }, spec: { replicas: 3 } },
+  });
+  const scaled = await workloads.ready("App", "team-a", "web");
+  assert.equal(scaled.status?.readyReplicas, 3);
+  assert.equal((await deployment("team-a", "web")).spec?.replicas, 3);
+
+  await workloads.mergeSpec("App", "team-a", "web", { image: "nginx:1.28" });
+  await workloads.ready("App", "team-a", "web");
+  const live = await deployment("team-a", "web");
+  assert.equal(live.spec?.template.spec?.containers[0]?.image, "nginx:1.28");
+  const pods = await podsOf("team-a", live.spec!.selector.matchLabels!);
+  assert.equal(pods.length, 3);
+  assert.ok(pods.every((p) => p.spec?.containers[0]?.image === "nginx:1.28"));
+});
+
+test("a Deployment deleted or edited out of band is repaired through Pulumi", async () => {
+  const original = await deployment("team-a", "web");
+  await cluster().apps.deleteNamespacedDeployment({ name: "web", namespace: "team-a" });
+  const recreated = await eventually("the Deployment to be recreated", async () => {
+    const live = await deployment("team-a", "web").catch(() => undefined);
+    return live && live.metadata?.uid !== original.metadata?.uid ? live : undefined;
+  });
+  assert.equal(recreated.spec?.replicas, 3);
+  await eventWithReason("team-a", "web", "DriftRepaired");
+
+  const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
+  await cluster().apps.patchNamespacedDeployment(
+    { name: "web", namespace: "team-a", body: { spec: { replicas: 1 } } },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
+  await eventually("replicas to be restored to 3", async () => ((await deployment("team-a", "web")).spec?.replicas === 3 ? true : undefined));
+  await workloads.ready("App", "team-a", "web");
+});
+
+test("two Apps with the same image in one namespace stay isolated", async () => {
+  await workloads.create(app("twin-a", "team-b", { image: "nginx:1.27", replicas: 1 }));
+  await workloads.create(app("twin-b", "team-b", { image: "nginx:1.27", replicas: 2 }));
+  await workloads.ready("App", "team-b", "twin-a");
+  await workloads.ready("App", "team-b", "twin-b");
+  const a = await deployment("team-b", "twin-a");
+  const b = await deployment("team-b", "twin-b");
+  assert.notDeepEqual(a.spec?.selector.matchLabels, b.spec?.selector.matchLabels);
+  assert.equal((await podsOf("team-b", a.spec!.selector.matchLabels!)).length, 1);
+  assert.equal((await podsOf("team-b", b.spec!.selector.matchLabels!)).length, 2);
+});
+
+test("the same name in two namespaces gets two stacks", async () => {
+  await workloads.create(app("web", "team-b", { image: "httpd:2.4", replicas: 1 }));
+  const other = await workloads.ready("App", "team-b", "web");
+  assert.equal(other.status?.stack?.name, "app.team-b.web");
+  assert.equal((await deployment("team-b", "web")).spec?.template.spec?.containers[0]?.image, "httpd:2.4");
+  assert.equal((await deployment("team-a", "web")).spec?.template.spec?.containers[0]?.image, "nginx:1.28");
+});
+
+test("the API server rejects invalid specs with a clear message", async () => {
+  const invalid: [Record<string, unknown>, RegExp][] = [
+    [{ replicas: 1 }, /spec\.image: Required value/],
+    [{ image: "" }, /spec\.image.*at least 1 chars/],
+    [{ image: "nginx", replicas: -1 }, /spec\.replicas.*greater than or equal to 0/],
+    [{ image: "nginx", replicas: 1001 }, /spec\.replicas.*less than or equal to 1000/],
+    [{ image: "nginx", port: 70000 }, /spec\.port.*less than or equal to 65535/],
+    [{ image: "nginx", env: [{ name: "1BAD" }] }, /spec\.env\[0\]\.name.*should match/],
+    [{ image: "nginx", resources: { requests: { cpu: "2" }, limits: { cpu: "1" } } }, /every request must be less than or equal to its limit/],
+  ];
+  for (const [spec, message] of invalid) {
+    await assert.rejects(workloads.create(app("bad", "team-a", spec)), (error: { code?: number; body?: unknown }) => {
+      assert.equal(error.code, 422, JSON.stringify(spec));
+      assert.match(String(error.body), message);
+      return true;
+    });
+  }
+  await assert.rejects(workloads.create({ kind: "Memcached", metadata: { name: "bad", namespace: "team-a" }, spec: { size: 101 } }), /spec\.size/);
+});
+
+test("a failing object goes Stalled with the engine's message while another still becomes Ready", async () => {
+  // A Deployment appstack does not own already has the App's name: Pulumi's apply conflicts.
+  await cluster().apps.createNamespacedDeployment({
+    namespace: "team-a",
+    body: {
+      metadata: { name: "taken" },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "taken" } },
+        template: { metadata: { labels: { app: "taken" } }, spec: { containers: [{ name: "c", image: "busybox:1.36" }] } },
+      },
+    },
+  });
+  await workloads.create(app("taken", "team-a", { image: "nginx:1.27", replicas: 2 }));
+  await workloads.create(app("fine", "team-a", { image: "nginx:1.27", replicas: 1 }));
+  const stalled = await workloads.condition("App", "team-a", "taken", "Stalled", "True");
+  const condition = stalled.status?.conditions?.find((c) => c.type === "Stalled");
+  assert.equal(condition?.reason, "StackUpdateFailed");
+  assert.match(condition?.message ?? "", /conflict/i);
+  assert.equal(stalled.status?.conditions?.find((c) => c.type === "Ready")?.status, "False");
+  assert.equal(stalled.status?.stack?.lastOperation?.result, "failed");
+  assert.ok((stalled.status?.stack?.attempts ?? 0) >= 1);
+  assert.ok(stalled.status?.stack?.nextRetryTime);
+  await eventWithReason("team-a", "taken", "StackUpdateFailed");
+  await workloads.ready("App", "team-a", "fine");
+  // Nothing of the foreign Deployment was taken over.
+  assert.equal((await deployment("team-a", "taken")).spec?.template.spec?.containers[0]?.image, "busybox:1.36");
+});
+
+test("a Memcached lists its pods in status.nodes", async () => {
+  await workloads.create({ kind: "Memcached", metadata: { name: "cache", namespace: "team-b" }, spec: { size: 3 } });
+  const ready = await eventually("status.nodes to list 3 pods", async () => {
+    const object = (await workloads.ready("Memcached", "team-b", "cache")) as Memcached;
+    return object.status?.nodes?.length === 3 ? object : undefined;
+  });
+  const live = await deployment("team-b", "cache");
+  assert.equal(live.spec?.template.spec?.containers[0]?.image, "memcached:1.6");
+  const pods = await podsOf("team-b", live.spec!.selector.matchLabels!);
+  assert.deepEqual(ready.status?.nodes, pods.map((p) => p.metadata!.name!).sort());
+});
+
+test("deleting an object destroys its Deployment, Service and stack", async () => {
+  await workloads.delete("App", "team-a", "web");
+  await eventually("the App to be gone", async () => {
+    try {
+      await workloads.get("App", "team-a", "web");
+      return undefined;
+    } catch (error) {
+      return isNotFound(error) ? true : undefined;
+    }
+  });
+  await assert.rejects(deployment("team-a", "web"), isNotFound);
+  await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace: "team-a" }), isNotFound);
+  assert.ok(!existsSync(stackFile(stackName("App", "team-a", "web"))));
+  // The App of the same name in the other namespace is untouched.
+  assert.equal((await deployment("team-b", "web")).status?.readyReplicas, 1);
+});

@@ -1,0 +1,106 @@
+// Runs the operator as users run it: its own process, against a test cluster, state in a temporary
+// folder. The test reads results from the API server, never from the operator.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { installCrds } from "../../operator/apply.ts";
+import { kubeClients } from "../../operator/kube.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { eventually } from "./cluster.ts";
+
+export interface OperatorProcess {
+  readonly stateDir: string;
+  readonly logFile: string;
+  readonly child: ChildProcess;
+  /** SIGTERM and wait (graceful), or SIGKILL (a crash). */
+  stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+}
+
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string> } = {}): Promise<OperatorProcess> {
+  await installCrds(kubeClients(kubeconfig));
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
+  const logFile = join(stateDir, `operator-${Date.now()}.log`);
+  const out = openSync(logFile, "a");
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/main.ts")], {
+    cwd: repoRoot,
+    stdio: ["ignore", out, out],
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      APPSTACK_STATE_DIR: stateDir,
+      APPSTACK_PASSPHRASE: "e2e-passphrase",
+      APPSTACK_LOG_LEVEL: "debug",
+      APPSTACK_RETRY_BASE_MS: "1000",
+      APPSTACK_RETRY_MAX_MS: "10000",
+      ...options.env,
+    },
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  return {
+    stateDir,
+    logFile,
+    child,
+    async stop(signal = "SIGTERM") {
+      process.off("exit", kill);
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+export function removeStateDir(operator: OperatorProcess): void {
+  rmSync(operator.stateDir, { recursive: true, force: true });
+}
+
+export class Workloads {
+  private readonly api: CustomObjectsApi;
+
+  constructor(kubeconfig: string) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    this.api = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  async create(object: { kind: WorkloadKind; metadata: { name: string; namespace: string }; spec: unknown }): Promise<Workload> {
+    const body = { apiVersion: `${group}/${version}`, ...object };
+    return (await this.api.createNamespacedCustomObject({ group, version, plural: plurals[object.kind], namespace: object.metadata.namespace, body })) as Workload;
+  }
+
+  async get(kind: WorkloadKind, namespace: string, name: string): Promise<Workload> {
+    return (await this.api.getNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name })) as Workload;
+  }
+
+  async mergeSpec(kind: WorkloadKind, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+    const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
+    await this.api.patchNamespacedCustomObject(
+      { group, version, plural: plurals[kind], namespace, name, body: { spec } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  }
+
+  async delete(kind: WorkloadKind, namespace: string, name: string): Promise<void> {
+    await this.api.deleteNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name });
+  }
+
+  /** Waits until the object's Ready condition is True for its current generation. */
+  async ready(kind: WorkloadKind, namespace: string, name: string, timeoutMs = 120_000): Promise<Workload> {
+    return eventually(`${kind} ${namespace}/${name} Ready`, async () => {
+      const object = await this.get(kind, namespace, name);
+      const ready = object.status?.conditions?.find((c) => c.type === "Ready");
+      const current = object.status?.observedGeneration === object.metadata.generation;
+      return ready?.status === "True" && current ? object : undefined;
+    }, timeoutMs);
+  }
+
+  async condition(kind: WorkloadKind, namespace: string, name: string, type: string, status: string, timeoutMs = 120_000): Promise<Workload> {
+    return eventually(`${kind} ${namespace}/${name} ${type}=${status}`, async () => {
+      const object = await this.get(kind, namespace, name);
+      return object.status?.conditions?.some((c) => c.type === type && c.status === status) ? object : undefined;
+    }, timeoutMs);
+  }
+}
