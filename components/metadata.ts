@@ -32,7 +32,9 @@ export function childMetadata(owner: Owner, appName: string) {
     labels: childLabels(owner, appName),
     // Rollout progress is watched by the operator, not awaited inside `pulumi up`: one slow
     // rollout must not hold a worker for the engine's ten-minute await timeout.
-    annotations: { "pulumi.com/skipAwait": "true" },
+    // Server-side apply with force, as Kubernetes advises for controllers: an out-of-band edit of
+    // a field appstack owns is drift to undo, not a conflict to report.
+    annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
     // A backstop: if the finalizer is ever removed by hand, the garbage collector still cleans up.
     ownerReferences: [{ apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
   };

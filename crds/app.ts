@@ -12,11 +12,12 @@ export const imageSchema: JsonSchema = {
 
 const quantity: JsonSchema = {
   "x-kubernetes-int-or-string": true,
-  anyOf: [{ type: "integer" }, { type: "string", maxLength: 64 }],
+  anyOf: [{ type: "integer" }, { type: "string" }],
   pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
 };
 
-const resourceList: JsonSchema = { type: "object", maxProperties: 8, additionalProperties: quantity };
+// Bounded so that the CEL rule below stays within the API server's cost budget.
+const resourceList: JsonSchema = { type: "object", maxProperties: 6, additionalProperties: quantity };
 
 const resources: JsonSchema = {
   type: "object",

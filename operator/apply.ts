@@ -1,24 +1,33 @@
 // Server-side apply of plain manifests (the CRDs, the samples), as `kubectl apply --server-side`.
 import { readFileSync } from "node:fs";
-import { ApiextensionsV1Api, KubernetesObjectApi, loadAllYaml, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
+import yaml from "js-yaml";
+import { ApiextensionsV1Api, KubernetesObjectApi, loadYaml, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import { customResourceDefinitions } from "../crds/index.ts";
 import type { KubeClients } from "./kube.ts";
 
 export const fieldManager = "appstack";
 
+/**
+ * client-node serializes known kinds through its typed models, which read model property names
+ * (`_default`), not JSON ones (`default`): passing plain JSON through its deserializer first keeps
+ * every field.
+ */
 export async function applyObjects(clients: KubeClients, objects: readonly KubernetesObject[]): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(clients.config);
-  for (const object of objects) await api.patch(object, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
+  for (const object of objects) {
+    const typed = loadYaml<KubernetesObject>(JSON.stringify(object));
+    await api.patch(typed, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
+  }
 }
 
 export function readManifests(file: string): KubernetesObject[] {
-  return loadAllYaml(readFileSync(file, "utf8")).filter(Boolean) as KubernetesObject[];
+  return (yaml.loadAll(readFileSync(file, "utf8")) as KubernetesObject[]).filter(Boolean);
 }
 
 /** Applies appstack's CRDs and waits until the API server serves them. */
 export async function installCrds(clients: KubeClients, timeoutMs = 60_000): Promise<void> {
-  await applyObjects(clients, customResourceDefinitions as unknown as KubernetesObject[]);
+  await applyObjects(clients, customResourceDefinitions);
   const api = clients.config.makeApiClient(ApiextensionsV1Api);
   const deadline = Date.now() + timeoutMs;
   for (const crd of customResourceDefinitions) {

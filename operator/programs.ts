@@ -14,7 +14,7 @@ export function programFor(object: Workload): PulumiFn {
   const owner = ownerOf(object);
   // A snapshot: the program must describe the spec this reconcile decided on, not a later one.
   const snapshot = JSON.parse(JSON.stringify(object)) as Workload;
-  return async () => {
+  return () => {
     // No kubeconfig here: the provider reads KUBECONFIG (or the in-cluster identity) from the
     // engine's environment, so a rotated credential never shows up as a provider diff.
     const provider = new k8s.Provider("cluster", { enableServerSideApply: true });
@@ -22,6 +22,6 @@ export function programFor(object: Workload): PulumiFn {
       snapshot.kind === "App"
         ? new AppWorkload(owner.name, { owner, spec: snapshot.spec }, { provider })
         : new MemcachedWorkload(owner.name, { owner, spec: snapshot.spec }, { provider });
-    return { deployment: component.deployment.metadata.name };
+    return Promise.resolve({ deployment: component.deployment.metadata.name });
   };
 }

@@ -2,7 +2,6 @@
 // errors into decisions, and repairs what a killed operator leaves behind (stale locks, pending
 // operations) so that no human has to.
 import {
-  CommandError,
   ConcurrentUpdateError,
   LocalWorkspace,
   StackNotFoundError,
@@ -30,13 +29,20 @@ export class StackOperationFailed extends Error {
 /** Another live update holds the stack: try again later. */
 export class StackBusy extends Error {}
 
-function engineMessage(error: unknown): string {
-  if (!(error instanceof CommandError)) return error instanceof Error ? error.message : String(error);
-  const text = error.message;
-  const lines = text.split("\n").map((l) => l.trim());
-  const errors = lines.filter((l) => /^error:/i.test(l) || /error:/.test(l));
-  const picked = [...new Set(errors)].slice(0, 4).join("\n");
-  return (picked || lines.filter(Boolean).slice(-4).join("\n")).slice(0, 4000);
+/**
+ * The engine's diagnosis in a line or two: its `error:` lines, without the engine's own framing
+ * ("update failed", resource URNs), each once.
+ */
+export function engineMessage(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const reasons = text
+    .split("\n")
+    .map((line) => /error: (.*)$/.exec(line)?.[1]?.trim())
+    .filter((reason): reason is string => !!reason && reason !== "update failed" && !/^\d+ errors? occurred:?$/.test(reason))
+    .map((reason) => reason.replace(/resource "urn:[^"]*" /, "").replace(/^\* /, ""));
+  const unique = [...new Set(reasons)];
+  const fallback = text.split("\n").map((l) => l.trim()).filter(Boolean).slice(-3);
+  return (unique.length ? unique : fallback).slice(0, 3).join("; ").slice(0, 2000);
 }
 
 function report(kind: StackOperation["kind"], started: Date, summary?: UpdateSummary, error?: unknown): StackOperation {
@@ -59,7 +65,7 @@ export class StackDriver {
   private async workspace() {
     // The shared work folder already holds Pulumi.yaml: not passing project settings keeps
     // parallel operations from rewriting it under each other.
-    const { projectSettings: _unused, ...options } = await workspaceOptions(this.settings, projectName);
+    const { projectSettings, ...options } = await workspaceOptions(this.settings, projectName);
     return { ...options, workDir: this.settings.workDir };
   }
 
@@ -99,7 +105,7 @@ export class StackDriver {
   async destroy(name: string): Promise<StackOperation | undefined> {
     let stack: Stack;
     try {
-      stack = await LocalWorkspace.selectStack({ stackName: name, projectName, program: async () => undefined }, await this.workspace());
+      stack = await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace());
     } catch (error) {
       if (error instanceof StackNotFoundError) return undefined;
       throw error;

@@ -22,6 +22,8 @@ export class Watcher {
   private readonly deployments: Cached<V1Deployment>[] = [];
   private readonly pods: Cached<V1Pod>[] = [];
   private readonly services: Cached<V1Service>[] = [];
+  /** Per object: the parts of the last event that matter to the reconciler. */
+  private readonly seen = new Map<string, string>();
   private stopped = false;
 
   constructor(
@@ -56,9 +58,18 @@ export class Watcher {
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), list as never);
-    const onEvent = (object: Workload) => this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
-    return this.register(informer, onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
+    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), list);
+    const onEvent = (object: Workload) => {
+      // Our own status writes come back as updates: reacting to them would turn every retry
+      // backoff into a hot loop. Only what the user (or the API server) changes is work.
+      const fingerprint = JSON.stringify([object.metadata.generation, object.metadata.deletionTimestamp, object.metadata.finalizers, object.metadata.annotations]);
+      if (this.seen.get(object.metadata.uid) === fingerprint) return;
+      this.seen.set(object.metadata.uid, fingerprint);
+      this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
+    };
+    this.register(informer, onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
+    informer.on("delete", (object: Workload) => this.seen.delete(object.metadata.uid));
+    return informer;
   }
 
   private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>): Cached<T> {
@@ -82,7 +93,7 @@ export class Watcher {
       this.log.warn("watch failed; restarting", { watch: what, error: String(error) });
       setTimeout(() => void informer.start().catch(() => undefined), restartDelayMs);
     });
-    this.informers.push(informer as unknown as Cached<KubernetesObject>);
+    this.informers.push(informer);
     return informer;
   }
 

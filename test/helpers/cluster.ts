@@ -10,15 +10,20 @@ export interface TestCluster {
   readonly apps: AppsV1Api;
 }
 
-/** Starts a fresh cluster before the file's tests and stops it after them, whatever happened. */
-export function useCluster(): () => TestCluster {
+/**
+ * Starts a fresh cluster before the file's tests (then runs `setup`, in the same hook: separate
+ * root hooks are not ordered on Node 20) and stops it after them, whatever happened.
+ */
+export function useCluster(setup?: (cluster: TestCluster) => Promise<void>, teardown?: () => Promise<void>): () => TestCluster {
   let current: TestCluster | undefined;
   before(async () => {
     const cluster = await startCluster({ log: (line) => console.error(line) });
     const kc = loadKubeConfig(cluster.kubeconfig);
     current = { cluster, core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api) };
+    await setup?.(current);
   });
   after(async () => {
+    await teardown?.().catch((error: unknown) => console.error("teardown failed:", error));
     await current?.cluster.stop();
   });
   return () => {
@@ -38,7 +43,7 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ""}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }

@@ -13,7 +13,7 @@ interface Registered {
 
 const registered: Registered[] = [];
 
-pulumi.runtime.setMocks(
+await pulumi.runtime.setMocks(
   {
     newResource(args) {
       registered.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
@@ -70,7 +70,7 @@ test("an App with a port becomes a Deployment and a Service with explicit, uniqu
       name: "web",
       namespace: "team-a",
       labels,
-      annotations: { "pulumi.com/skipAwait": "true" },
+      annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
       ownerReferences: [{ apiVersion: "appstack.dev/v1alpha1", kind: "App", name: "web", uid: "uid-web", controller: true, blockOwnerDeletion: true }],
     },
     spec: {
