@@ -106,17 +106,3 @@ export function toolPath(name: ToolName): string {
   if (!existsSync(path)) throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path})`);
   return path;
 }
-
-/**
- * PATH and engine settings under which the Pulumi CLI finds the pinned provider as an ambient plugin
- * and never tries to download one.
- */
-export function pulumiEnvironment(): Record<string, string> {
-  const binDirs = [dirname(toolPath("pulumi")), dirname(toolPath("pulumi-resource-kubernetes"))];
-  return {
-    PATH: [...binDirs, process.env["PATH"] ?? ""].join(":"),
-    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-    PULUMI_SKIP_UPDATE_CHECK: "true",
-    PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK: "false",
-  };
-}

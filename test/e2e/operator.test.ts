@@ -1,14 +1,14 @@
 // The operator end to end: its own process, the real Pulumi engine, a real API server. Every
 // assertion reads the API server (objects, Deployments, pods, Events) or the stack backend.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { CoreV1Event, V1Deployment } from "@kubernetes/client-node";
 import type { App, Memcached } from "../../crds/types.ts";
 import { stackName } from "../../operator/stack-names.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
-import { startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
 let workloads: Workloads;
@@ -19,10 +19,7 @@ const cluster = useCluster(
     workloads = new Workloads(local.kubeconfig);
     for (const name of ["team-a", "team-b"]) await core.createNamespace({ body: { metadata: { name } } });
   },
-  async () => {
-    await operator?.stop();
-    if (process.env["APPSTACK_TEST_LOGS"] && operator) console.error(readFileSync(operator.logFile, "utf8"));
-  },
+  () => disposeOperator(operator),
 );
 
 const app = (name: string, namespace: string, spec: Record<string, unknown>) => ({ kind: "App" as const, metadata: { name, namespace }, spec });

@@ -15,7 +15,7 @@ export interface OperatorProcess {
   readonly stateDir: string;
   readonly logFile: string;
   readonly child: ChildProcess;
-  /** SIGTERM and wait (graceful), or SIGKILL (a crash). */
+  /** SIGTERM and wait (graceful), or SIGKILL of the whole process group (a crash). */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
@@ -26,6 +26,8 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   const out = openSync(logFile, "a");
   const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/main.ts")], {
     cwd: repoRoot,
+    // Its own process group: a crash kills the Pulumi engines it started too, as a pod kill would.
+    detached: true,
     stdio: ["ignore", out, out],
     env: {
       ...process.env,
@@ -39,7 +41,13 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
     },
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const kill = () => child.kill("SIGKILL");
+  const kill = () => {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  };
   process.once("exit", kill);
   return {
     stateDir,
@@ -47,14 +55,21 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
     child,
     async stop(signal = "SIGTERM") {
       process.off("exit", kill);
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (signal === "SIGKILL") kill();
+      else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;
+      // Whatever the operator started and left behind goes too.
+      kill();
     },
   };
 }
 
-export function removeStateDir(operator: OperatorProcess): void {
-  rmSync(operator.stateDir, { recursive: true, force: true });
+/** Stops the operator and removes its state, unless APPSTACK_TEST_LOGS asks to keep it for reading. */
+export async function disposeOperator(operator: OperatorProcess | undefined): Promise<void> {
+  if (!operator) return;
+  await operator.stop();
+  if (process.env["APPSTACK_TEST_LOGS"]) console.error(`operator state and logs kept in ${operator.stateDir}`);
+  else rmSync(operator.stateDir, { recursive: true, force: true });
 }
 
 export class Workloads {

@@ -1,0 +1,79 @@
+// Samples a process tree from /proc: peak memory of the root and of the whole tree, the Pulumi
+// processes it started, and CPU seconds (own, and of the children it reaped) at the end.
+import { readdirSync, readFileSync } from "node:fs";
+
+const ticks = 100; // USER_HZ on Linux
+const pageKiB = 4;
+
+interface Stat {
+  pid: number;
+  ppid: number;
+  comm: string;
+  utime: number;
+  stime: number;
+  cutime: number;
+  cstime: number;
+  rssKiB: number;
+}
+
+function readStat(pid: number): Stat | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const close = text.lastIndexOf(")");
+    const comm = text.slice(text.indexOf("(") + 1, close);
+    const f = text.slice(close + 2).split(" ");
+    return { pid, comm, ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), rssKiB: Number(f[21]) * pageKiB };
+  } catch {
+    return undefined;
+  }
+}
+
+export class ProcessTreeSampler {
+  peakRootKiB = 0;
+  peakTreeKiB = 0;
+  private readonly pulumiPids = new Set<number>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly root: number) {}
+
+  start(intervalMs = 100): void {
+    this.timer = setInterval(() => this.sample(), intervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Pulumi CLI processes seen so far (`pulumi` command name). */
+  get pulumiProcesses(): number {
+    return this.pulumiPids.size;
+  }
+
+  resetPulumiCount(): void {
+    this.pulumiPids.clear();
+  }
+
+  cpuSeconds(): { own: number; children: number } | undefined {
+    const stat = readStat(this.root);
+    if (!stat) return undefined;
+    return { own: (stat.utime + stat.stime) / ticks, children: (stat.cutime + stat.cstime) / ticks };
+  }
+
+  private sample(): void {
+    const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
+    const children = new Map<number, Stat[]>();
+    for (const s of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), s]);
+    const rootStat = stats.find((s) => s.pid === this.root);
+    if (!rootStat) return;
+    let total = 0;
+    const stack = [rootStat];
+    while (stack.length) {
+      const s = stack.pop()!;
+      total += s.rssKiB;
+      if (s.comm === "pulumi") this.pulumiPids.add(s.pid);
+      stack.push(...(children.get(s.pid) ?? []));
+    }
+    this.peakRootKiB = Math.max(this.peakRootKiB, rootStat.rssKiB);
+    this.peakTreeKiB = Math.max(this.peakTreeKiB, total);
+  }
+}

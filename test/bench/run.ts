@@ -1,0 +1,143 @@
+// `npm run bench`: appstack against a minimal client-node SSA reconciler on the same local
+// cluster. N Apps are applied at once; the clock runs until every one is Ready. Prints a Markdown
+// table for the README. A benchmark, not a test: nothing here asserts on time.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { App } from "../../crds/types.ts";
+import { installCrds } from "../../operator/apply.ts";
+import { kubeClients, type KubeClients } from "../../operator/kube.ts";
+import { buildToolchain } from "../../toolchain/build.ts";
+import { startCluster } from "../../toolchain/cluster/cluster.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { ProcessTreeSampler } from "./proctree.ts";
+
+const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
+const idleSeconds = Number(process.env["BENCH_IDLE_SECONDS"] ?? "60");
+
+interface Round {
+  readonly n: number;
+  readonly totalSeconds: number;
+  readonly p50: number;
+  readonly p95: number;
+}
+
+interface Measured {
+  readonly rounds: Round[];
+  readonly cpuOwn: number;
+  readonly cpuChildren: number;
+  readonly peakOwnMiB: number;
+  readonly peakTreeMiB: number;
+  readonly pulumiProcesses: number;
+  readonly idlePulumiProcesses?: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+async function applyAndWait(clients: KubeClients, namespace: string, n: number): Promise<Round> {
+  await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
+  const created = new Map<string, number>();
+  const started = Date.now();
+  await Promise.all(Array.from({ length: n }, async (_, i) => {
+    const name = `app-${i}`;
+    await clients.custom.createNamespacedCustomObject({
+      group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace,
+      body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
+    });
+    created.set(name, Date.now());
+  }));
+  const readyAt = new Map<string, number>();
+  while (readyAt.size < n) {
+    const list = (await clients.custom.listNamespacedCustomObject({ group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace })) as { items: App[] };
+    for (const app of list.items) {
+      const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && app.status.observedGeneration === app.metadata.generation;
+      if (ready && !readyAt.has(app.metadata.name)) readyAt.set(app.metadata.name, Date.now());
+    }
+    if (Date.now() - started > 30 * 60_000) throw new Error(`only ${readyAt.size} of ${n} Ready after 30 minutes`);
+    await sleep(250);
+  }
+  const perObject = [...readyAt].map(([name, at]) => (at - created.get(name)!) / 1000).sort((a, b) => a - b);
+  return { n, totalSeconds: (Math.max(...readyAt.values()) - started) / 1000, p50: percentile(perObject, 50), p95: percentile(perObject, 95) };
+}
+
+async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean): Promise<Measured> {
+  const child = start();
+  const sampler = new ProcessTreeSampler(child.pid!);
+  sampler.start();
+  await sleep(3_000);
+  const rounds: Round[] = [];
+  for (const n of sizes) {
+    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n));
+    console.error(`${label}: ${n} Apps Ready in ${rounds.at(-1)!.totalSeconds.toFixed(1)} s`);
+  }
+  const pulumiProcesses = sampler.pulumiProcesses;
+  let idlePulumiProcesses: number | undefined;
+  if (withIdle) {
+    sampler.resetPulumiCount();
+    await sleep(idleSeconds * 1000);
+    idlePulumiProcesses = sampler.pulumiProcesses;
+  }
+  const cpu = sampler.cpuSeconds() ?? { own: 0, children: 0 };
+  sampler.stop();
+  child.kill("SIGTERM");
+  await new Promise((resolve) => child.once("exit", resolve));
+  return { rounds, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB: sampler.peakRootKiB / 1024, peakTreeMiB: sampler.peakTreeKiB / 1024, pulumiProcesses, ...(idlePulumiProcesses !== undefined ? { idlePulumiProcesses } : {}) };
+}
+
+function node(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ["--import", "tsx", join(repoRoot, script)], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...env } });
+}
+
+async function deleteNamespaces(clients: KubeClients, label: string): Promise<void> {
+  for (const n of sizes) await clients.core.deleteNamespace({ name: `bench-${label}-${n}` }).catch(() => undefined);
+}
+
+function table(appstack: Measured, baseline: Measured): string {
+  const f = (x: number, d = 1) => x.toFixed(d);
+  const rows = appstack.rounds.map((a, i) => {
+    const b = baseline.rounds[i]!;
+    return `| ${a.n} | ${f(a.totalSeconds)} s | ${f(a.p50)} / ${f(a.p95)} s | ${f(b.totalSeconds)} s | ${f(b.p50)} / ${f(b.p95)} s | ${f(a.totalSeconds / b.totalSeconds)}x |`;
+  });
+  return [
+    "| Apps at once | appstack: all Ready | appstack: p50 / p95 per App | baseline: all Ready | baseline: p50 / p95 | ratio (all Ready) |",
+    "|---|---|---|---|---|---|",
+    ...rows,
+    "",
+    "| whole run | appstack | baseline | ratio |",
+    "|---|---|---|---|",
+    `| CPU seconds, operator process | ${f(appstack.cpuOwn)} | ${f(baseline.cpuOwn)} | ${f(appstack.cpuOwn / Math.max(baseline.cpuOwn, 0.01))}x |`,
+    `| CPU seconds, processes it started (Pulumi CLI and provider) | ${f(appstack.cpuChildren)} | ${f(baseline.cpuChildren)} | - |`,
+    `| peak RSS, operator process | ${f(appstack.peakOwnMiB, 0)} MiB | ${f(baseline.peakOwnMiB, 0)} MiB | ${f(appstack.peakOwnMiB / baseline.peakOwnMiB)}x |`,
+    `| peak RSS, operator and everything it started | ${f(appstack.peakTreeMiB, 0)} MiB | ${f(baseline.peakTreeMiB, 0)} MiB | ${f(appstack.peakTreeMiB / baseline.peakTreeMiB)}x |`,
+    `| Pulumi processes started while applying | ${appstack.pulumiProcesses} | 0 | - |`,
+    `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, 0)} Apps | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
+  ].join("\n");
+}
+
+async function main(): Promise<void> {
+  buildToolchain();
+  const concurrency = process.env["APPSTACK_CONCURRENCY"] ?? "3";
+  const cluster = await startCluster({ log: (line) => console.error(line), nodes: 2 });
+  const stateDir = mkdtempSync(join(tmpdir(), "appstack-bench-"));
+  try {
+    const clients = kubeClients(cluster.kubeconfig);
+    await installCrds(clients);
+    const env = { KUBECONFIG: cluster.kubeconfig };
+    const appstack = await measure("appstack", () => node("operator/main.ts", { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn" }), clients, true);
+    // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
+    // gone before their namespaces can go, so they stay until the end.
+    const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
+    console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
+    console.log(table(appstack, baseline));
+    await deleteNamespaces(clients, "baseline");
+  } finally {
+    await cluster.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+await main();
