@@ -1,9 +1,9 @@
 // The reconciler: one object at a time, make the cluster match the spec through Pulumi when
 // something changed, and report what the live children say either way.
 import type { V1Deployment } from "@kubernetes/client-node";
-import { selectorLabels } from "../components/metadata.ts";
-import { type MemcachedStatus, type StackStatus, type Workload } from "../crds/types.ts";
-import { decide, decodeApplied, encodeApplied, programVersion, type Decision } from "./drift.ts";
+import { selectorLabels, selectorString } from "../components/metadata.ts";
+import type { MemcachedStatus, StackOperation, StackStatus, Workload } from "../crds/types.ts";
+import { decide, decodeApplied, encodeApplied, programVersion, type Decision, type LiveChildren } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { isNotFound, parseKey, type KubeClients } from "./kube.ts";
@@ -15,7 +15,6 @@ import { StackBusy, StackOperationFailed, type StackDriver } from "./stacks.ts";
 import { computeStatus, rolloutPhase, writeStatus } from "./status.ts";
 import type { Phase } from "./conditions.ts";
 import type { Watcher } from "./watch.ts";
-import { selectorString } from "../components/metadata.ts";
 
 const busyRetryMs = 5_000;
 /** Destroy attempts in a terminating namespace before the stack is forgotten instead. */
@@ -32,8 +31,12 @@ export interface ReconcilerDeps {
   readonly onOperation?: (kind: string, result: string, seconds: number) => void;
 }
 
+const pastTense: Record<string, string> = { create: "created", update: "updated", delete: "deleted", replace: "replaced" };
+
 function summarize(changes: Record<string, number> | undefined): string {
-  const parts = Object.entries(changes ?? {}).filter(([step, n]) => step !== "same" && n > 0).map(([step, n]) => `${n} ${step}`);
+  const parts = Object.entries(changes ?? {})
+    .filter(([step, n]) => step !== "same" && n > 0)
+    .map(([step, n]) => `${n} ${pastTense[step] ?? step}`);
   return parts.length ? parts.join(", ") : "no changes";
 }
 
@@ -59,12 +62,7 @@ export class Reconciler {
     if (!hasFinalizer(object)) object.metadata = (await addFinalizer(this.deps.clients, object)).metadata;
 
     const deployment = await this.liveDeployment(object);
-    const service = this.deps.watcher.service(namespace, name);
-    const applied = decodeApplied(object.status?.stack?.appliedFingerprint);
-    const decision = decide(object.metadata.generation ?? 0, applied, {
-      deployment: deployment?.metadata?.uid ? { uid: deployment.metadata.uid, generation: deployment.metadata.generation ?? 0 } : undefined,
-      serviceUid: service?.metadata?.uid,
-    });
+    const decision = decide(object.metadata.generation ?? 0, decodeApplied(object.status?.stack?.appliedFingerprint), this.liveChildren(object, deployment));
     if (decision.action === "none") {
       await this.report(object, deployment, rolloutPhase(object, deployment), object.status?.stack ?? { name: stack }, true);
       return;
@@ -78,41 +76,58 @@ export class Reconciler {
     await this.report(object, deploymentBefore, { kind: "progressing", reason: "Applying", message: `pulumi up: ${decision.reason}` }, previous, false);
     log.info("pulumi up", { reason: decision.reason, refresh: decision.action === "repair" });
     const started = Date.now();
+    let operation: StackOperation;
     try {
-      const operation = await this.deps.driver.up(stack, programFor(object), { refresh: decision.action === "repair" });
-      const seconds = (Date.now() - started) / 1000;
-      this.deps.onOperation?.("up", "succeeded", seconds);
-      log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
-      if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${summarize(operation.resourceChanges)})`);
-      else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${summarize(operation.resourceChanges)}`);
-      const deployment = await this.readDeployment(object);
-      const service = object.kind === "Memcached" || object.spec.port ? await this.readServiceUid(object) : "";
-      const appliedFingerprint = deployment?.metadata?.uid
-        ? encodeApplied({ programVersion, generation: object.metadata.generation ?? 0, deploymentUid: deployment.metadata.uid, deploymentGeneration: deployment.metadata.generation ?? 0, serviceUid: service ?? "" })
-        : undefined;
-      await this.report(object, deployment, rolloutPhase(object, deployment), { name: stack, lastOperation: operation, appliedFingerprint, attempts: 0 }, true);
-      return undefined;
+      operation = await this.deps.driver.up(stack, programFor(object), { refresh: decision.action === "repair" });
     } catch (error) {
       if (error instanceof StackBusy) {
         log.info("stack busy; retrying", { retryInMs: busyRetryMs });
         return { requeueAfterMs: busyRetryMs };
       }
-      const operation = error instanceof StackOperationFailed ? error.operation : undefined;
-      const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
-      const { attempt, delayMs } = this.deps.backoff(key);
-      this.deps.onOperation?.("up", "failed", (Date.now() - started) / 1000);
-      log.error("pulumi up failed", { operation: "up", durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
-      this.deps.events.record(object, "Warning", "StackUpdateFailed", message);
-      const stackStatus: StackStatus = {
-        ...previous,
-        name: stack,
-        ...(operation ? { lastOperation: operation } : {}),
-        attempts: attempt,
-        nextRetryTime: new Date(Date.now() + delayMs).toISOString(),
-      };
-      await this.report(object, deploymentBefore, { kind: "stalled", reason: "StackUpdateFailed", message }, stackStatus, false).catch(() => undefined);
+      await this.upFailed(object, key, previous, deploymentBefore, error, started, log);
       throw error;
     }
+    this.deps.onOperation?.("up", "succeeded", (Date.now() - started) / 1000);
+    log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
+    const changes = summarize(operation.resourceChanges);
+    if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
+    else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${changes}`);
+    // Read back from the API server, not the cache: the record must name what `up` just made.
+    const deployment = await this.readDeployment(object);
+    const appliedFingerprint = await this.fingerprint(object, deployment);
+    await this.report(object, deployment, rolloutPhase(object, deployment), { name: stack, lastOperation: operation, appliedFingerprint, attempts: 0 }, true);
+    return undefined;
+  }
+
+  private async fingerprint(object: Workload, deployment: V1Deployment | undefined): Promise<string | undefined> {
+    if (!deployment?.metadata?.uid) return undefined;
+    const wantsService = object.kind === "Memcached" || object.spec.port !== undefined;
+    const serviceUid = wantsService ? await this.readServiceUid(object) : "";
+    return encodeApplied({
+      programVersion,
+      generation: object.metadata.generation ?? 0,
+      deploymentUid: deployment.metadata.uid,
+      deploymentGeneration: deployment.metadata.generation ?? 0,
+      serviceUid: serviceUid ?? "",
+    });
+  }
+
+  /** Stalled with the engine's message, a Warning Event, and when the next attempt comes. */
+  private async upFailed(object: Workload, key: string, previous: StackStatus, deployment: V1Deployment | undefined, error: unknown, started: number, log: Logger): Promise<void> {
+    const operation = error instanceof StackOperationFailed ? error.operation : undefined;
+    const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
+    const { attempt, delayMs } = this.deps.backoff(key);
+    this.deps.onOperation?.("up", "failed", (Date.now() - started) / 1000);
+    log.error("pulumi up failed", { operation: "up", durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
+    this.deps.events.record(object, "Warning", "StackUpdateFailed", message);
+    const stack: StackStatus = {
+      ...previous,
+      ...(operation ? { lastOperation: operation } : {}),
+      attempts: attempt,
+      nextRetryTime: new Date(Date.now() + delayMs).toISOString(),
+    };
+    // Best effort: the retry matters more than the report of the failure.
+    await this.report(object, deployment, { kind: "stalled", reason: "StackUpdateFailed", message }, stack, false).catch(() => undefined);
   }
 
   private async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
@@ -154,6 +169,14 @@ export class Reconciler {
       // The object was deleted under us: nothing left to report on.
       if (!isNotFound(error)) throw error;
     }
+  }
+
+  private liveChildren(object: Workload, deployment: V1Deployment | undefined): LiveChildren {
+    const uid = deployment?.metadata?.uid;
+    return {
+      deployment: uid ? { uid, generation: deployment.metadata?.generation ?? 0 } : undefined,
+      serviceUid: this.deps.watcher.service(object.metadata.namespace, object.metadata.name)?.metadata?.uid,
+    };
   }
 
   /** The cache may not have a Deployment that was created a moment ago: ask the API server. */

@@ -12,6 +12,14 @@ type Namespaces = readonly string[] | "all";
 const restartDelayMs = 3_000;
 const managedSelector = `${managedByLabel}=${managedBy}`;
 
+/** client-node errors carry the whole HTTP exchange; the status line and the server's reason suffice. */
+function briefError(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const code = /HTTP-Code: (\d+)/.exec(text)?.[1];
+  const reason = /\\"message\\":\\"([^\\]*)\\"/.exec(text)?.[1] ?? /"message":"([^"]*)"/.exec(text)?.[1];
+  return code ? `HTTP ${code}${reason ? `: ${reason}` : ""}` : text.split("\n")[0]!;
+}
+
 function path(base: string, resource: string, namespace: string | undefined): string {
   return namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
 }
@@ -90,7 +98,7 @@ export class Watcher {
     // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
     informer.on("error", (error: unknown) => {
       if (this.stopped) return;
-      this.log.warn("watch failed; restarting", { watch: what, error: String(error) });
+      this.log.warn("watch failed; restarting", { watch: what, error: briefError(error), retryInMs: restartDelayMs });
       setTimeout(() => void informer.start().catch(() => undefined), restartDelayMs);
     });
     this.informers.push(informer);

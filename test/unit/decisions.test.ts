@@ -6,6 +6,7 @@ import type { App } from "../../crds/types.ts";
 import { conditionsFor } from "../../operator/conditions.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Applied } from "../../operator/drift.ts";
 import { stackName } from "../../operator/stack-names.ts";
+import { engineMessage } from "../../operator/stacks.ts";
 import { rolloutPhase } from "../../operator/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
@@ -80,4 +81,18 @@ test("conditions follow kstatus and keep their transition time while unchanged",
   const stalled = conditionsFor({ kind: "stalled", reason: "StackUpdateFailed", message: "boom" }, 2, ready, t1);
   assert.equal(stalled.find((c) => c.type === "Stalled")?.status, "True");
   assert.ok(stalled.every((c) => c.observedGeneration === 2));
+});
+
+test("the engine's failure reads as its diagnosis, once, without URNs or framing", () => {
+  const output = [
+    '+  kubernetes:apps/v1:Deployment cache creating (0s) error: resource "urn:pulumi:memcached.b.cache::appstack::appstack:apps:Memcached$kubernetes:apps/v1:Deployment::cache" was not successfully created by the Kubernetes API server: Deployment.apps "cache" is invalid: spec.template.spec.containers[0].image: Required value',
+    '+  kubernetes:apps/v1:Deployment cache **creating failed** error: resource "urn:pulumi:memcached.b.cache::appstack::appstack:apps:Memcached$kubernetes:apps/v1:Deployment::cache" was not successfully created by the Kubernetes API server: Deployment.apps "cache" is invalid: spec.template.spec.containers[0].image: Required value',
+    "+  pulumi:pulumi:Stack appstack-memcached.b.cache creating (0s) error: update failed",
+    "error: update failed",
+  ].join("\n");
+  assert.equal(
+    engineMessage(new Error(output)),
+    'was not successfully created by the Kubernetes API server: Deployment.apps "cache" is invalid: spec.template.spec.containers[0].image: Required value',
+  );
+  assert.equal(engineMessage(new Error("spawn pulumi ENOENT")), "spawn pulumi ENOENT");
 });
