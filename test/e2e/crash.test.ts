@@ -51,14 +51,7 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
   await crashDuringOperation(operator);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
-  await eventually("the App to be gone", async () => {
-    try {
-      await workloads.get("App", "default", "crashy");
-      return undefined;
-    } catch (error) {
-      return isNotFound(error) ? true : undefined;
-    }
-  });
+  await workloads.gone("App", "default", "crashy");
   await assert.rejects(apps.readNamespacedDeployment({ name: "crashy", namespace: "default" }), isNotFound);
   assert.ok(!existsSync(join(stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.crashy.json")));
   assert.deepEqual(lockFiles(stateDir), []);

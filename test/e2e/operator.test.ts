@@ -217,17 +217,27 @@ test("a Memcached lists its pods in status.nodes", async () => {
 
 test("deleting an object destroys its Deployment, Service and stack", async () => {
   await workloads.delete("App", "team-a", "web");
-  await eventually("the App to be gone", async () => {
+  await workloads.gone("App", "team-a", "web");
+  await assert.rejects(deployment("team-a", "web"), isNotFound);
+  await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace: "team-a" }), isNotFound);
+  assert.ok(!existsSync(stackFile(stackName("App", "team-a", "web"))));
+  await eventWithReason("team-a", "web", "StackDestroyed");
+  // The App of the same name in the other namespace is untouched.
+  assert.equal((await deployment("team-b", "web")).status?.readyReplicas, 1);
+});
+
+test("deleting a namespace runs the finalizers of its objects and does not hang", async () => {
+  await cluster().core.createNamespace({ body: { metadata: { name: "doomed" } } });
+  await workloads.create(app("short-lived", "doomed", { image: "nginx:1.27", replicas: 1, port: 80 }));
+  await workloads.ready("App", "doomed", "short-lived");
+  await cluster().core.deleteNamespace({ name: "doomed" });
+  await eventually("the namespace to be gone", async () => {
     try {
-      await workloads.get("App", "team-a", "web");
+      await cluster().core.readNamespace({ name: "doomed" });
       return undefined;
     } catch (error) {
       return isNotFound(error) ? true : undefined;
     }
-  });
-  await assert.rejects(deployment("team-a", "web"), isNotFound);
-  await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace: "team-a" }), isNotFound);
-  assert.ok(!existsSync(stackFile(stackName("App", "team-a", "web"))));
-  // The App of the same name in the other namespace is untouched.
-  assert.equal((await deployment("team-b", "web")).status?.readyReplicas, 1);
+  }, 120_000);
+  assert.ok(!existsSync(stackFile(stackName("App", "doomed", "short-lived"))));
 });

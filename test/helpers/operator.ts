@@ -9,7 +9,7 @@ import { group, plurals, version, type Workload, type WorkloadKind } from "../..
 import { installCrds } from "../../operator/apply.ts";
 import { kubeClients } from "../../operator/kube.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
-import { eventually } from "./cluster.ts";
+import { eventually, isNotFound } from "./cluster.ts";
 
 export interface OperatorProcess {
   readonly stateDir: string;
@@ -109,6 +109,18 @@ export class Workloads {
       const ready = object.status?.conditions?.find((c) => c.type === "Ready");
       const current = object.status?.observedGeneration === object.metadata.generation;
       return ready?.status === "True" && current ? object : undefined;
+    }, timeoutMs);
+  }
+
+  /** Waits until the API server no longer has the object (its finalizer has run). */
+  async gone(kind: WorkloadKind, namespace: string, name: string, timeoutMs = 120_000): Promise<void> {
+    await eventually(`${kind} ${namespace}/${name} to be gone`, async () => {
+      try {
+        await this.get(kind, namespace, name);
+        return undefined;
+      } catch (error) {
+        return isNotFound(error) ? true : undefined;
+      }
     }, timeoutMs);
   }
 
