@@ -1,0 +1,53 @@
+// `appstack cluster up` / `down` as a user runs them: two clusters side by side, then nothing left.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { clusterDir } from "../../toolchain/cluster/cluster.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+
+function appstack(...args: string[]): string {
+  return execFileSync(process.execPath, [join(repoRoot, "operator/appstack.mjs"), ...args], { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+}
+
+/** Processes whose command line mentions `marker`, found the way `ps` would. */
+function processesMentioning(marker: string): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+test("two clusters run side by side, and `down` leaves no process and no folder behind", async () => {
+  const names = [`cli-a-${process.pid}`, `cli-b-${process.pid}`];
+  try {
+    const servers = new Set<string>();
+    for (const name of names) {
+      const env = appstack("cluster", "up", name);
+      const kubeconfig = /export KUBECONFIG=(\S+)/.exec(env)?.[1];
+      assert.ok(kubeconfig && existsSync(kubeconfig), env);
+      const kc = loadKubeConfig(kubeconfig);
+      servers.add(kc.getCurrentCluster()!.server);
+      const nodes = await kc.makeApiClient(CoreV1Api).listNode();
+      assert.equal(nodes.items.length, 2);
+      // `up` returned: the control plane keeps running without the command that started it.
+      assert.ok(processesMentioning(clusterDir(name)).length >= 5);
+    }
+    assert.equal(servers.size, 2, "each cluster has its own API server port");
+  } finally {
+    for (const name of names) appstack("cluster", "down", name);
+  }
+  for (const name of names) {
+    assert.deepEqual(processesMentioning(clusterDir(name)), []);
+    assert.ok(!existsSync(clusterDir(name)));
+  }
+});
