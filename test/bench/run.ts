@@ -121,7 +121,7 @@ function table(appstack: Measured, baseline: Measured): string {
 async function main(): Promise<void> {
   buildToolchain();
   const concurrency = process.env["APPSTACK_CONCURRENCY"] ?? "3";
-  const cluster = await startCluster({ log: (line) => console.error(line), nodes: 2 });
+  const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line), nodes: 2 });
   const stateDir = mkdtempSync(join(tmpdir(), "appstack-bench-"));
   try {
     const clients = kubeClients(cluster.kubeconfig);

@@ -17,7 +17,7 @@ export interface TestCluster {
 export function useCluster(setup?: (cluster: TestCluster) => Promise<void>, teardown?: () => Promise<void>): () => TestCluster {
   let current: TestCluster | undefined;
   before(async () => {
-    const cluster = await startCluster({ log: (line) => console.error(line) });
+    const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line) });
     const kc = loadKubeConfig(cluster.kubeconfig);
     current = { cluster, core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api) };
     await setup?.(current);

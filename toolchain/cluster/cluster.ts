@@ -35,6 +35,8 @@ export interface ClusterOptions {
   readonly nodes?: number;
   /** Keep running after this process exits (the `cluster up` command). */
   readonly detached?: boolean;
+  /** On SIGINT or SIGTERM, kill the cluster and exit (tests, benchmarks: nothing else to drain). */
+  readonly exitOnSignal?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -88,6 +90,9 @@ function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: numbe
       `--service-account-issuer=https://kubernetes.default.svc`,
       `--service-account-key-file=${pki("sa.pub")}`, `--service-account-signing-key-file=${pki("sa.key")}`,
       `--service-cluster-ip-range=${serviceCidr}`, "--allow-privileged=true", "--profiling=false",
+      // This admission plugin taints new nodes not-ready until the node lifecycle controller
+      // clears the taint; that controller is off here (see the controller-manager's flags).
+      "--disable-admission-plugins=TaintNodesByCondition",
     ],
     controllerManager: [
       `--kubeconfig=${join(dir, "controller-manager.kubeconfig")}`, "--secure-port=0", "--leader-elect=false",
@@ -152,9 +157,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     killComponentsNow(state.components, dir);
     rmSync(dir, { recursive: true, force: true });
   };
+  const onSignal = (signal: NodeJS.Signals) => {
+    onExit();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
   if (!detached) process.on("exit", onExit);
+  if (options.exitOnSignal) for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, onSignal);
   const stop = async () => {
     process.off("exit", onExit);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await stopClusterAt(dir);
   };
 

@@ -1,0 +1,34 @@
+// /healthz, /readyz and /metrics on one port, as controller-runtime's manager serves them.
+import { createServer, type Server } from "node:http";
+import type { Registry } from "prom-client";
+
+export interface Probes {
+  /** The process is alive and its event loop turns. */
+  readonly healthy: () => boolean;
+  /** Caches are synced and leadership is settled (leading, or following a live leader). */
+  readonly ready: () => boolean;
+}
+
+export function startHealthServer(port: number, host: string, probes: Probes, registry: Registry): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const probe = path === "/healthz" ? probes.healthy : path === "/readyz" ? probes.ready : undefined;
+    if (probe) {
+      const ok = probe();
+      res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ok\n" : "not ready\n");
+      return;
+    }
+    if (path === "/metrics") {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
+        (error: unknown) => res.writeHead(500).end(String(error)),
+      );
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
