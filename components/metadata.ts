@@ -1,6 +1,6 @@
 // Labels and ownership that every child of an appstack object carries. Selectors are always
 // explicit: two objects with the same image in one namespace must never select each other's pods.
-import { apiVersion, type WorkloadKind } from "../crds/types.ts";
+import { apiVersion, type Workload, type WorkloadKind } from "../crds/types.ts";
 
 export const managedByLabel = "app.kubernetes.io/managed-by";
 export const instanceLabel = "app.kubernetes.io/instance";
@@ -14,6 +14,10 @@ export interface Owner {
   readonly name: string;
   readonly namespace: string;
   readonly uid: string;
+}
+
+export function ownerOf(object: Workload): Owner {
+  return { kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid };
 }
 
 /** Identifies the pods of exactly one object (kind, name; the namespace scopes the selector). */

@@ -1,7 +1,7 @@
 // Operator settings, from the environment (as a Deployment sets them) with flags on top.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Level } from "./log.ts";
@@ -19,6 +19,13 @@ export interface OperatorConfig {
   readonly logFormat: "json" | "text";
   readonly baseRetryMs: number;
   readonly maxRetryMs: number;
+  /** Where /healthz, /readyz and /metrics listen. */
+  readonly healthHost: string;
+  readonly healthPort: number;
+  /** The Lease that elects one reconciling replica; undefined runs without election. */
+  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
+  /** How long a SIGTERM waits for running Pulumi operations before the process exits anyway. */
+  readonly shutdownGraceMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -48,6 +55,26 @@ function passphrase(env: Env, stateDir: string, localBackend: boolean): string {
   return readFileSync(file, "utf8").trim();
 }
 
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/** host:port; an empty host means all interfaces, as in Go's flag convention. */
+function healthAddress(text: string): { healthHost: string; healthPort: number } {
+  const match = /^(.*):(\d+)$/.exec(text);
+  if (!match) throw new Error(`health address must be host:port, not ${JSON.stringify(text)}`);
+  return { healthHost: match[1] || "0.0.0.0", healthPort: Number(match[2]) };
+}
+
+function leaderElection(argv: readonly string[], env: Env): OperatorConfig["leaderElection"] {
+  const enabled = (flag(argv, "leader-elect") ?? env["APPSTACK_LEADER_ELECT"] ?? "true") !== "false";
+  if (!enabled) return undefined;
+  const inCluster = existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, "utf8").trim() : undefined;
+  return {
+    namespace: env["APPSTACK_LEASE_NAMESPACE"] ?? inCluster ?? "default",
+    name: env["APPSTACK_LEASE_NAME"] ?? "appstack-operator",
+    identity: `${env["POD_NAME"] ?? hostname()}_${randomBytes(4).toString("hex")}`,
+  };
+}
+
 export function loadConfig(argv: readonly string[], env: Env = process.env): OperatorConfig {
   const stateDir = flag(argv, "state-dir") ?? env["APPSTACK_STATE_DIR"] ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
   mkdirSync(stateDir, { recursive: true });
@@ -68,5 +95,8 @@ export function loadConfig(argv: readonly string[], env: Env = process.env): Ope
     logFormat: (flag(argv, "log-format") ?? env["APPSTACK_LOG_FORMAT"]) === "text" ? "text" : "json",
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
+    ...healthAddress(flag(argv, "health-addr") ?? env["APPSTACK_HEALTH_ADDR"] ?? "127.0.0.1:8081"),
+    leaderElection: leaderElection(argv, env),
+    shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
   };
 }

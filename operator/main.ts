@@ -1,16 +1,16 @@
-// The operator process: wiring only (config, logger, operator, signals), as kubebuilder's cmd/main.go.
+// The operator process: wiring only (config, logger, service, signals), as kubebuilder's cmd/main.go.
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
-import { startOperator } from "./operator.ts";
+import { startService } from "./service.ts";
 
 export async function runOperator(argv: readonly string[]): Promise<void> {
   const config = loadConfig(argv);
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  const operator = await startOperator(config, log);
+  const service = await startService(config, log);
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       log.info("shutting down: finishing running operations", { signal });
-      operator.stop().then(resolve, resolve);
+      service.stop().then(resolve, resolve);
     };
     process.once("SIGINT", shutdown);
     process.once("SIGTERM", shutdown);

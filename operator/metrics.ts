@@ -37,13 +37,13 @@ export class OperatorMetrics {
     }
   }
 
-  operationStarted(): void {
-    this.runningOperations.inc();
-  }
-
-  operationFinished(operation: string, result: string, seconds: number): void {
-    this.runningOperations.dec();
-    this.operations.inc({ operation, result });
-    this.operationSeconds.observe({ operation }, seconds);
-  }
+  /** The stack driver's observer: engine operations by kind and result, and how many run. */
+  readonly operationObserver = {
+    started: () => this.runningOperations.inc(),
+    finished: (operation: string, result: string, seconds: number) => {
+      this.runningOperations.dec();
+      this.operations.inc({ operation, result });
+      this.operationSeconds.observe({ operation }, seconds);
+    },
+  };
 }

@@ -5,6 +5,7 @@ import type { OperatorConfig } from "./config.ts";
 import { EventRecorder } from "./events.ts";
 import { kubeClients, type KubeClients } from "./kube.ts";
 import type { Logger } from "./log.ts";
+import type { OperatorMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
 import { Reconciler } from "./reconcile.ts";
 import { projectName, StackDriver } from "./stacks.ts";
@@ -26,7 +27,7 @@ function prepareWorkDir(config: OperatorConfig): string {
   return workDir;
 }
 
-export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
+export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const driver = new StackDriver(
     {
@@ -37,9 +38,11 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
     },
     log,
+    metrics?.operationObserver,
   );
   // The queue calls the reconciler only after the watches start, when every part exists.
-  const queue: WorkQueue = new WorkQueue((key) => reconciler.reconcile(key), {
+  const handle = (key: string) => (metrics ? metrics.reconcile(key, () => reconciler.reconcile(key)) : reconciler.reconcile(key));
+  const queue: WorkQueue = new WorkQueue(handle, {
     concurrency: config.concurrency,
     baseDelayMs: config.baseRetryMs,
     maxDelayMs: config.maxRetryMs,

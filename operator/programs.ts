@@ -3,12 +3,8 @@ import * as k8s from "@pulumi/kubernetes";
 import type { PulumiFn } from "@pulumi/pulumi/automation/index.js";
 import { AppWorkload } from "../components/app.ts";
 import { MemcachedWorkload } from "../components/memcached.ts";
-import type { Owner } from "../components/metadata.ts";
+import { ownerOf } from "../components/metadata.ts";
 import type { Workload } from "../crds/types.ts";
-
-export function ownerOf(object: Workload): Owner {
-  return { kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid };
-}
 
 export function programFor(object: Workload): PulumiFn {
   const owner = ownerOf(object);

@@ -1,14 +1,14 @@
 // The reconciler: one object at a time, make the cluster match the spec through Pulumi when
 // something changed, and report what the live children say either way.
 import type { V1Deployment } from "@kubernetes/client-node";
-import { selectorLabels, selectorString } from "../components/metadata.ts";
+import { ownerOf, selectorLabels, selectorString } from "../components/metadata.ts";
 import type { MemcachedStatus, StackOperation, StackStatus, Workload } from "../crds/types.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Decision, type LiveChildren } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { isNotFound, parseKey, type KubeClients } from "./kube.ts";
 import type { Logger } from "./log.ts";
-import { ownerOf, programFor } from "./programs.ts";
+import { programFor } from "./programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "./stack-names.ts";
 import { StackBusy, StackOperationFailed, type StackDriver } from "./stacks.ts";
@@ -27,8 +27,6 @@ export interface ReconcilerDeps {
   readonly events: EventRecorder;
   readonly log: Logger;
   readonly backoff: (key: string) => Backoff;
-  /** Observes every Pulumi operation (metrics). */
-  readonly onOperation?: (kind: string, result: string, seconds: number) => void;
 }
 
 const pastTense: Record<string, string> = { create: "created", update: "updated", delete: "deleted", replace: "replaced" };
@@ -87,7 +85,6 @@ export class Reconciler {
       await this.upFailed(object, key, previous, deploymentBefore, error, started, log);
       throw error;
     }
-    this.deps.onOperation?.("up", "succeeded", (Date.now() - started) / 1000);
     log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
     const changes = summarize(operation.resourceChanges);
     if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
@@ -117,7 +114,6 @@ export class Reconciler {
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
     const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
     const { attempt, delayMs } = this.deps.backoff(key);
-    this.deps.onOperation?.("up", "failed", (Date.now() - started) / 1000);
     log.error("pulumi up failed", { operation: "up", durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
     this.deps.events.record(object, "Warning", "StackUpdateFailed", message);
     const stack: StackStatus = {
@@ -136,12 +132,10 @@ export class Reconciler {
     const started = Date.now();
     try {
       const operation = await this.deps.driver.destroy(stack);
-      this.deps.onOperation?.("destroy", "succeeded", (Date.now() - started) / 1000);
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${summarize(operation.resourceChanges)}; stack removed` : "no stack to destroy");
     } catch (error) {
       if (error instanceof StackBusy) return { requeueAfterMs: busyRetryMs };
-      this.deps.onOperation?.("destroy", "failed", (Date.now() - started) / 1000);
       const message = error instanceof Error ? error.message : String(error);
       const { attempt } = this.deps.backoff(key);
       if (attempt < terminatingNamespaceAttempts || !(await this.namespaceTerminating(object.metadata.namespace))) {

@@ -8,7 +8,7 @@ import { applyObjects, installCrds, readManifests } from "./apply.ts";
 import { loadConfig } from "./config.ts";
 import { kubeClients } from "./kube.ts";
 import { createLogger } from "./log.ts";
-import { startOperator } from "./operator.ts";
+import { startService } from "./service.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
@@ -27,7 +27,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     const clients = kubeClients(config.kubeconfig);
     await installCrds(clients);
     log.info("CRDs installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev" });
-    const operator = await startOperator(config, log);
+    const operator = await startService(config, log);
     if (withSamples) {
       await applyObjects(clients, samples.flatMap(readManifests));
       log.info("samples applied", { files: "crds/samples/app.yaml, crds/samples/memcached.yaml" });

@@ -56,10 +56,25 @@ function report(kind: StackOperation["kind"], started: Date, summary?: UpdateSum
   };
 }
 
+/** Sees every engine operation start and finish (metrics). */
+export interface OperationObserver {
+  started(): void;
+  finished(kind: StackOperation["kind"], result: StackOperation["result"], seconds: number): void;
+}
+
 export class StackDriver {
+  /** Stacks selected once in this process: selecting again would start a Pulumi process per operation. */
+  private readonly stacks = new Map<string, Stack>();
+  /**
+   * Stacks known to carry no pending operations. Only an operation interrupted outside this
+   * process (a crash before it started) or a failed one here can leave some.
+   */
+  private readonly clean = new Set<string>();
+
   constructor(
     private readonly settings: EngineSettings & { readonly workDir: string },
     private readonly log: Logger,
+    private readonly observer?: OperationObserver,
   ) {}
 
   private async workspace() {
@@ -80,8 +95,20 @@ export class StackDriver {
     }
   }
 
+  private async select(name: string, program: PulumiFn): Promise<Stack> {
+    const cached = this.stacks.get(name);
+    if (cached) {
+      (cached.workspace as LocalWorkspace).program = program;
+      return cached;
+    }
+    const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, await this.workspace());
+    this.stacks.set(name, stack);
+    return stack;
+  }
+
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
   private async clearPendingOperations(stack: Stack): Promise<void> {
+    if (this.clean.has(stack.name)) return;
     const state = await stack.exportStack();
     const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
     if (!deployment?.pending_operations?.length) return;
@@ -90,32 +117,51 @@ export class StackDriver {
     await stack.importStack(state);
   }
 
+  /** Runs an operation on a stack, which counts as clean again only when the operation succeeded. */
+  private async tracked<T>(name: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      const result = await operation();
+      this.clean.add(name);
+      return result;
+    } catch (error) {
+      this.clean.delete(name);
+      // Removed from the backend behind our back: select (or create) it afresh next time.
+      if (error instanceof StackNotFoundError) this.stacks.delete(name);
+      throw error;
+    }
+  }
+
   /** refresh (optional), then up. Throws StackOperationFailed or StackBusy. */
   async up(name: string, program: PulumiFn, options: { refresh: boolean }): Promise<StackOperation> {
-    const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, await this.workspace());
+    const stack = await this.select(name, program);
     const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
-    return this.unlocked(name, async () => {
-      await this.clearPendingOperations(stack);
-      if (options.refresh) await this.run("refresh", () => stack.refresh({ onOutput }));
-      return this.run("up", () => stack.up({ onOutput }));
-    });
+    return this.tracked(name, () =>
+      this.unlocked(name, async () => {
+        await this.clearPendingOperations(stack);
+        if (options.refresh) await this.run("refresh", () => stack.refresh({ onOutput }));
+        return this.run("up", () => stack.up({ onOutput }));
+      }),
+    );
   }
 
   /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
   async destroy(name: string): Promise<StackOperation | undefined> {
     let stack: Stack;
     try {
-      stack = await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace());
+      stack = this.stacks.get(name) ?? (await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
     } catch (error) {
       if (error instanceof StackNotFoundError) return undefined;
       throw error;
     }
     const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
-    const result = await this.unlocked(name, async () => {
-      await this.clearPendingOperations(stack);
-      return this.run("destroy", () => stack.destroy({ onOutput }));
-    });
+    const result = await this.tracked(name, () =>
+      this.unlocked(name, async () => {
+        await this.clearPendingOperations(stack);
+        return this.run("destroy", () => stack.destroy({ onOutput }));
+      }),
+    );
     await stack.workspace.removeStack(name);
+    this.forgetSelection(name);
     return result;
   }
 
@@ -135,18 +181,29 @@ export class StackDriver {
     await ws.removeStack(name, { force: true }).catch((error: unknown) => {
       if (!(error instanceof StackNotFoundError)) throw error;
     });
+    this.forgetSelection(name);
+  }
+
+  private forgetSelection(name: string): void {
+    this.stacks.delete(name);
+    this.clean.delete(name);
   }
 
   private async run(kind: StackOperation["kind"], operation: () => Promise<{ summary: UpdateSummary }>): Promise<StackOperation> {
     const started = new Date();
+    let result: StackOperation["result"] = "failed";
+    this.observer?.started();
     try {
       const { summary } = await operation();
-      const result = report(kind, started, summary);
-      if (result.result === "failed") throw new StackOperationFailed(result);
-      return result;
+      const outcome = report(kind, started, summary);
+      if (outcome.result === "failed") throw new StackOperationFailed(outcome);
+      result = "succeeded";
+      return outcome;
     } catch (error) {
-      if (error instanceof StackOperationFailed || error instanceof ConcurrentUpdateError) throw error;
+      if (error instanceof StackOperationFailed || error instanceof ConcurrentUpdateError || error instanceof StackNotFoundError) throw error;
       throw new StackOperationFailed(report(kind, started, undefined, error));
+    } finally {
+      this.observer?.finished(kind, result, (Date.now() - started.getTime()) / 1000);
     }
   }
 }

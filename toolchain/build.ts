@@ -3,7 +3,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { cacheRoot, kubernetesProviderVersion, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool } from "./tools.ts";
+import { cacheRoot, findOnPath, kubernetesProviderVersion, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool } from "./tools.ts";
 
 type Log = (line: string) => void;
 
@@ -44,9 +44,8 @@ const preparations: Partial<Record<string, (tool: Tool) => void>> = {
 
 /** A `pulumi` on PATH at exactly the pinned version is used as it is, instead of building one. */
 export function pulumiOnPath(): string | undefined {
-  const which = spawnSync("sh", ["-c", "command -v pulumi"], { encoding: "utf8" });
-  const path = which.stdout.trim();
-  if (which.status !== 0 || !path) return undefined;
+  const path = findOnPath("pulumi");
+  if (!path) return undefined;
   const version = spawnSync(path, ["version"], { encoding: "utf8" }).stdout.trim();
   return version === pinnedVersion(toolByName("pulumi")) ? path : undefined;
 }

@@ -100,9 +100,19 @@ export function toolBinary(tool: Tool): string {
   return join(toolCacheDir(tool), "bin", tool.binary);
 }
 
-/** Absolute path of a built tool; throws with the command that builds it when it is missing. */
+/** The first `binary` on PATH, if any. */
+export function findOnPath(binary: string): string | undefined {
+  return (process.env["PATH"] ?? "").split(":").filter(Boolean).map((dir) => join(dir, binary)).find((path) => existsSync(path));
+}
+
+/**
+ * Absolute path of a tool: the cached build, else one on PATH (the operator image installs the
+ * pinned binaries there); throws with the command that builds it when neither exists.
+ */
 export function toolPath(name: ToolName): string {
   const path = toolBinary(toolByName(name));
-  if (!existsSync(path)) throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path})`);
-  return path;
+  if (existsSync(path)) return path;
+  const onPath = findOnPath(name);
+  if (onPath) return onPath;
+  throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path})`);
 }

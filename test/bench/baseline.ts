@@ -2,10 +2,10 @@
 // written with @kubernetes/client-node server-side apply and no Pulumi. It applies the same
 // manifests appstack's components make, and reports Ready the same way.
 import { KubernetesObjectApi, loadYaml, makeInformer, PatchStrategy, setHeaderOptions, type KubernetesObject } from "@kubernetes/client-node";
-import { appDeployment, appService } from "../../components/app.ts";
+import { appDeployment, appService } from "../../components/manifests.ts";
 import type { App } from "../../crds/types.ts";
 import { kubeClients } from "../../operator/kube.ts";
-import { ownerOf } from "../../operator/programs.ts";
+import { ownerOf } from "../../components/metadata.ts";
 import { conditionsFor } from "../../operator/conditions.ts";
 import { rolloutPhase } from "../../operator/status.ts";
 

@@ -19,8 +19,8 @@ export interface OperatorProcess {
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
-export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string> } = {}): Promise<OperatorProcess> {
-  await installCrds(kubeClients(kubeconfig));
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string>; installCrds?: boolean } = {}): Promise<OperatorProcess> {
+  if (options.installCrds ?? true) await installCrds(kubeClients(kubeconfig));
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
   const logFile = join(stateDir, `operator-${Date.now()}.log`);
   const out = openSync(logFile, "a");
@@ -37,6 +37,8 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
       APPSTACK_LOG_LEVEL: "debug",
       APPSTACK_RETRY_BASE_MS: "1000",
       APPSTACK_RETRY_MAX_MS: "10000",
+      // Any free port, unless a test names one to probe.
+      APPSTACK_HEALTH_ADDR: "127.0.0.1:0",
       ...options.env,
     },
   });

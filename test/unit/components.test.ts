@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
+import { appDeployment } from "../../components/manifests.ts";
 import type { AppSpec } from "../../crds/types.ts";
 
 interface Registered {
@@ -108,8 +109,8 @@ test("an App without a port has no Service and a bare container", async () => {
 
 test("two Apps with the same image never share a selector", () => {
   const spec: AppSpec = { image: "nginx:1.27", replicas: 1 };
-  const a = components.appDeployment(owner("a"), spec).spec as { selector: { matchLabels: Record<string, string> } };
-  const b = components.appDeployment(owner("b"), spec).spec as { selector: { matchLabels: Record<string, string> } };
+  const a = appDeployment(owner("a"), spec).spec as { selector: { matchLabels: Record<string, string> } };
+  const b = appDeployment(owner("b"), spec).spec as { selector: { matchLabels: Record<string, string> } };
   assert.notDeepEqual(a.selector.matchLabels, b.selector.matchLabels);
 });
 

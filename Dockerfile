@@ -1,0 +1,30 @@
+# The operator image. Build it where a container engine runs (these development machines have
+# none):  docker build -t appstack:0.1.0 .
+# Stage 1 builds the pinned Pulumi CLI and Kubernetes provider from the Go modules in toolchain/,
+# exactly as `npm run toolchain` does; stage 2 is Node with the sources (tsx runs them as they are).
+FROM golang:1.26-bookworm AS toolchain
+WORKDIR /src
+COPY package.json package-lock.json ./
+COPY toolchain/ toolchain/
+ENV GOTOOLCHAIN=local GOFLAGS=-mod=readonly
+RUN cd toolchain/pulumi \
+ && go build -o /out/pulumi -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(go list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+RUN cd toolchain/kubernetes-provider \
+ && dir=$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4) \
+ && version=$(grep -A1 '"node_modules/@pulumi/kubernetes": {' /src/package-lock.json | sed -n 's/.*"version": "\([^"]*\)".*/\1/p') \
+ && cp "$dir/cmd/pulumi-resource-kubernetes/schema.json" schema-embed.json \
+ && cp "$dir/cmd/pulumi-resource-kubernetes/terraform-mapping.json" terraform-mapping-embed.json \
+ && go build -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY . .
+COPY --from=toolchain /out/ /usr/local/bin/
+# The operator finds the pinned binaries on PATH; nothing is downloaded at run time.
+ENV PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
+    APPSTACK_CACHE_DIR=/nonexistent \
+    NODE_ENV=production
+USER 65532:65532
+ENTRYPOINT ["node", "--import", "tsx", "operator/main.ts"]

@@ -1,0 +1,86 @@
+// What appstack's components create, as plain manifests: no Pulumi at run time here, so the same
+// functions serve the components, their tests, and the benchmark's baseline reconciler.
+import type * as k8s from "@pulumi/kubernetes";
+import type { AppSpec, MemcachedSpec } from "../crds/types.ts";
+import { childMetadata, selectorLabels, type Owner } from "./metadata.ts";
+
+const containerName = "app";
+
+export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps.v1.Deployment {
+  const selector = selectorLabels(owner, owner.name);
+  const metadata = childMetadata(owner, owner.name);
+  return {
+    metadata,
+    spec: {
+      replicas: spec.replicas,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels: metadata.labels },
+        spec: {
+          containers: [
+            {
+              name: containerName,
+              image: spec.image,
+              ...(spec.port ? { ports: [{ name: "http", containerPort: spec.port, protocol: "TCP" }] } : {}),
+              ...(spec.env?.length ? { env: spec.env.map((e) => ({ name: e.name, value: e.value ?? "" })) } : {}),
+              ...(spec.resources ? { resources: spec.resources } : {}),
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** The Service for an App with a port; none without one. */
+export function appService(owner: Owner, spec: AppSpec): k8s.types.input.core.v1.Service | undefined {
+  if (!spec.port) return undefined;
+  return {
+    metadata: childMetadata(owner, owner.name),
+    spec: {
+      type: "ClusterIP",
+      selector: selectorLabels(owner, owner.name),
+      ports: [{ name: "http", port: spec.port, targetPort: "http", protocol: "TCP" }],
+    },
+  };
+}
+
+export const memcachedPort = 11211;
+const appName = "memcached";
+
+export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.types.input.apps.v1.Deployment {
+  const metadata = childMetadata(owner, appName);
+  return {
+    metadata,
+    spec: {
+      replicas: spec.size,
+      selector: { matchLabels: selectorLabels(owner, appName) },
+      template: {
+        metadata: { labels: metadata.labels },
+        spec: {
+          containers: [
+            {
+              name: "memcached",
+              image: spec.image,
+              args: ["-m=64", "-o", "modern", "-v"],
+              ports: [{ name: "memcached", containerPort: memcachedPort, protocol: "TCP" }],
+              resources: { requests: { cpu: "100m", memory: "128Mi" } },
+              livenessProbe: { tcpSocket: { port: memcachedPort }, initialDelaySeconds: 30, periodSeconds: 10 },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+export function memcachedService(owner: Owner): k8s.types.input.core.v1.Service {
+  return {
+    metadata: childMetadata(owner, appName),
+    spec: {
+      type: "ClusterIP",
+      selector: selectorLabels(owner, appName),
+      ports: [{ name: "memcached", port: memcachedPort, targetPort: "memcached", protocol: "TCP" }],
+    },
+  };
+}

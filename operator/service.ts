@@ -1,0 +1,67 @@
+// The operator as a service: health and metrics endpoints, leader election, and the reconciling
+// operator once this replica leads; graceful shutdown lets running operations finish, within a
+// deadline, before the lease is handed over.
+import type { Server } from "node:http";
+import type { OperatorConfig } from "./config.ts";
+import { startHealthServer } from "./health.ts";
+import { kubeClients } from "./kube.ts";
+import { defaultLeaseTiming, LeaderElector } from "./leader.ts";
+import type { Logger } from "./log.ts";
+import { OperatorMetrics } from "./metrics.ts";
+import { startOperator, type RunningOperator } from "./operator.ts";
+
+export interface OperatorService {
+  readonly server: Server;
+  stop(): Promise<void>;
+}
+
+function withDeadline(work: Promise<void>, ms: number): Promise<"done" | "deadline"> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<"deadline">((resolve) => (timer = setTimeout(() => resolve("deadline"), ms)));
+  return Promise.race([work.then(() => "done" as const), deadline]).finally(() => clearTimeout(timer));
+}
+
+export async function startService(config: OperatorConfig, log: Logger): Promise<OperatorService> {
+  let operator: RunningOperator | undefined;
+  const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }));
+  const elector = config.leaderElection ? new LeaderElector(kubeClients(config.kubeconfig), { ...config.leaderElection, ...defaultLeaseTiming }, log) : undefined;
+  const server = await startHealthServer(config.healthPort, config.healthHost, {
+    healthy: () => true,
+    // A standby is ready too: it knows who leads and is waiting to take over.
+    ready: () => operator !== undefined || (elector?.state === "following" && elector.holder !== undefined),
+  }, metrics.registry);
+  const address = server.address();
+  log.info("serving /healthz, /readyz and /metrics", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
+
+  const lead = async () => {
+    if (elector) {
+      await elector.acquire();
+      metrics.leader.set(1);
+      void elector.keepRenewing(() => {
+        metrics.leader.set(0);
+        // As controller-runtime does: a replica that lost the lease exits and starts afresh.
+        log.error("lost leadership; exiting so that another replica takes over");
+        process.exit(1);
+      });
+    }
+    operator = await startOperator(config, log, metrics);
+  };
+  const leading = lead().catch((error: unknown) => {
+    if (elector?.state !== "unknown") log.debug("stopped before leading", { error: String(error) });
+    else throw error;
+  });
+
+  return {
+    server,
+    async stop() {
+      elector?.stop();
+      await leading.catch(() => undefined);
+      if (operator && (await withDeadline(operator.stop(), config.shutdownGraceMs)) === "deadline") {
+        log.warn("shutdown deadline passed with operations still running; their stacks' locks will be broken by the next leader", { graceMs: config.shutdownGraceMs });
+      }
+      await elector?.release();
+      metrics.leader.set(0);
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
