@@ -150,8 +150,10 @@ export class StackDriver {
     try {
       stack = this.stacks.get(name) ?? (await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
     } catch (error) {
-      if (error instanceof StackNotFoundError) return undefined;
-      throw error;
+      if (!(error instanceof StackNotFoundError)) throw error;
+      // A `stack rm` killed after removing the stack but before unlocking it leaves a lock behind.
+      breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
+      return undefined;
     }
     const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
     const result = await this.tracked(name, () =>
