@@ -101,7 +101,19 @@ export class StackDriver {
       (cached.workspace as LocalWorkspace).program = program;
       return cached;
     }
-    const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, await this.workspace());
+    const args = { stackName: name, projectName, program };
+    const options = await this.workspace();
+    let stack: Stack;
+    if (!this.settings.backendUrl.startsWith("file://")) {
+      stack = await LocalWorkspace.createOrSelectStack(args, options);
+    } else if (await this.exists(name)) {
+      stack = await LocalWorkspace.selectStack(args, options);
+    } else {
+      // Known to be new (file backend: cheap to know): created in one Pulumi process instead of a
+      // failed select and a create, and with no pending operations to look for.
+      stack = await LocalWorkspace.createStack(args, options);
+      this.clean.add(name);
+    }
     this.stacks.set(name, stack);
     return stack;
   }
