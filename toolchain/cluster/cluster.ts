@@ -123,9 +123,14 @@ export async function reapAbandonedClusters(): Promise<void> {
   }
 }
 
+/**
+ * Stops the clients of the API server first, then the API server while etcd still answers (it
+ * drains in a moment instead of waiting out its grace period), then etcd.
+ */
 export async function stopClusterAt(dir: string): Promise<void> {
   const state = readState(dir);
-  if (state) await stopComponents([...state.components].reverse(), dir);
+  const stages = [["kwok", "kube-scheduler", "kube-controller-manager"], ["kube-apiserver"], ["etcd"]];
+  for (const names of stages) await stopComponents(state?.components.filter((c) => names.includes(c.name)) ?? [], dir);
   rmSync(dir, { recursive: true, force: true });
 }
 
