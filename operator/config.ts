@@ -65,7 +65,7 @@ function healthAddress(text: string): { healthHost: string; healthPort: number }
 }
 
 function leaderElection(argv: readonly string[], env: Env): OperatorConfig["leaderElection"] {
-  const enabled = (flag(argv, "leader-elect") ?? env["APPSTACK_LEADER_ELECT"] ?? "true") !== "false";
+  const enabled = (setting(argv, env, "leader-elect", "APPSTACK_LEADER_ELECT") ?? "true") !== "false";
   if (!enabled) return undefined;
   const inCluster = existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, "utf8").trim() : undefined;
   return {
@@ -75,27 +75,38 @@ function leaderElection(argv: readonly string[], env: Env): OperatorConfig["lead
   };
 }
 
-export function loadConfig(argv: readonly string[], env: Env = process.env): OperatorConfig {
-  const stateDir = flag(argv, "state-dir") ?? env["APPSTACK_STATE_DIR"] ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
+/** A flag (`--name=value`) wins over its environment variable. */
+function setting(argv: readonly string[], env: Env, name: string, variable: string): string | undefined {
+  return flag(argv, name) ?? env[variable];
+}
+
+/** Where stack state lives and how its secrets are encrypted. */
+function storage(argv: readonly string[], env: Env): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
+  const stateDir = setting(argv, env, "state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
   mkdirSync(stateDir, { recursive: true });
-  const givenBackend = flag(argv, "backend-url") ?? env["APPSTACK_BACKEND_URL"];
-  const backendUrl = givenBackend ?? pathToFileURL(join(stateDir, "backend")).href;
-  if (!givenBackend) mkdirSync(join(stateDir, "backend"), { recursive: true });
-  const namespaces = (flag(argv, "namespaces") ?? env["APPSTACK_NAMESPACES"] ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
-  const level = (flag(argv, "log-level") ?? env["APPSTACK_LOG_LEVEL"] ?? "info") as Level;
-  if (!["debug", "info", "warn", "error"].includes(level)) throw new Error(`unknown log level ${level}`);
+  const givenBackend = setting(argv, env, "backend-url", "APPSTACK_BACKEND_URL");
+  if (givenBackend) return { stateDir, backendUrl: givenBackend, passphrase: passphrase(env, stateDir, false) };
+  mkdirSync(join(stateDir, "backend"), { recursive: true });
+  return { stateDir, backendUrl: pathToFileURL(join(stateDir, "backend")).href, passphrase: passphrase(env, stateDir, true) };
+}
+
+function logLevel(text: string): Level {
+  if (text === "debug" || text === "info" || text === "warn" || text === "error") return text;
+  throw new Error(`unknown log level ${text}`);
+}
+
+export function loadConfig(argv: readonly string[], env: Env = process.env): OperatorConfig {
+  const namespaces = (setting(argv, env, "namespaces", "APPSTACK_NAMESPACES") ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
   return {
-    kubeconfig: flag(argv, "kubeconfig") ?? env["KUBECONFIG"],
+    kubeconfig: setting(argv, env, "kubeconfig", "KUBECONFIG"),
     namespaces: namespaces.length ? namespaces : "all",
-    concurrency: positiveInt(flag(argv, "concurrency") ?? env["APPSTACK_CONCURRENCY"], 3, "concurrency"),
-    stateDir,
-    backendUrl,
-    passphrase: passphrase(env, stateDir, givenBackend === undefined),
-    logLevel: level,
-    logFormat: (flag(argv, "log-format") ?? env["APPSTACK_LOG_FORMAT"]) === "text" ? "text" : "json",
+    concurrency: positiveInt(setting(argv, env, "concurrency", "APPSTACK_CONCURRENCY"), 3, "concurrency"),
+    ...storage(argv, env),
+    logLevel: logLevel(setting(argv, env, "log-level", "APPSTACK_LOG_LEVEL") ?? "info"),
+    logFormat: setting(argv, env, "log-format", "APPSTACK_LOG_FORMAT") === "text" ? "text" : "json",
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
-    ...healthAddress(flag(argv, "health-addr") ?? env["APPSTACK_HEALTH_ADDR"] ?? "127.0.0.1:8081"),
+    ...healthAddress(setting(argv, env, "health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
     leaderElection: leaderElection(argv, env),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
   };
