@@ -4,11 +4,13 @@ import { renderedCrds, yamlDir } from "../crds/yaml.ts";
 import { buildToolchain } from "../toolchain/build.ts";
 import { clusterCommand } from "../toolchain/cluster/command.ts";
 import { runOperator } from "./main.ts";
+import { runPulumiCli } from "./pulumi-cli.ts";
 import { runMainJob } from "./run.ts";
 
 const usage = `usage: appstack <command>
   run [--samples]        the main job: the operator in the foreground, on a local cluster
                          unless --kubeconfig=PATH or KUBECONFIG names one; Ctrl-C stops all
+  pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy)
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
   crds                   write crds/yaml/ from the TypeScript CRD definitions
@@ -29,6 +31,10 @@ async function main(argv: string[]): Promise<void> {
       return;
     case "run":
       await runMainJob(rest);
+      return;
+    case "pulumi":
+      buildToolchain();
+      process.exitCode = runPulumiCli(rest);
       return;
     case "operator":
       await runOperator(rest);

@@ -35,6 +35,16 @@ export const tools: readonly Tool[] = [
     ldflags: (version) => [`-X ${pulumiVersionFlag}=${version}`],
   },
   {
+    // Only for `pulumi up` of this repository's own program (the operator's inline programs need no
+    // language host). The Go module proxy serves no pulumi-language-nodejs module; sdk/v3 v3.65.0 is
+    // the last release that carries the host inside the SDK module. It predates runtime options, so
+    // `appstack pulumi` loads tsx through NODE_OPTIONS instead of Pulumi.yaml's nodeargs.
+    binary: "pulumi-language-nodejs",
+    moduleDir: "pulumi-language-nodejs",
+    goPackage: "github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs",
+    pinnedModule: "github.com/pulumi/pulumi/sdk/v3",
+  },
+  {
     binary: "pulumi-resource-kubernetes",
     moduleDir: "kubernetes-provider",
     goPackage: ".",
@@ -54,7 +64,7 @@ export const tools: readonly Tool[] = [
   { binary: "kwok", moduleDir: "kwok", goPackage: "sigs.k8s.io/kwok/cmd/kwok", pinnedModule: "sigs.k8s.io/kwok" },
 ];
 
-export type ToolName = "pulumi" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok";
+export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok";
 
 export function cacheRoot(): string {
   const base = process.env["APPSTACK_CACHE_DIR"] ?? join(process.env["XDG_CACHE_HOME"] ?? join(homedir(), ".cache"), "appstack");

@@ -1,0 +1,23 @@
+// `appstack pulumi <args>`: the pinned Pulumi CLI on this repository's own program (the install
+// program), with the pinned language host and provider and nothing downloaded.
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { homedir } from "node:os";
+import { repoRoot, toolPath } from "../toolchain/tools.ts";
+import { installProviderPlugin } from "./engine.ts";
+
+export function runPulumiCli(args: readonly string[]): number {
+  const pulumiHome = process.env["PULUMI_HOME"] ?? join(homedir(), ".pulumi");
+  installProviderPlugin(pulumiHome);
+  const env = {
+    ...process.env,
+    PATH: [dirname(toolPath("pulumi")), dirname(toolPath("pulumi-language-nodejs")), process.env["PATH"] ?? ""].join(":"),
+    PULUMI_HOME: pulumiHome,
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+    PULUMI_SKIP_UPDATE_CHECK: "true",
+    // The language host predates Pulumi.yaml's nodeargs: tsx comes in through the environment.
+    NODE_OPTIONS: [process.env["NODE_OPTIONS"], "--import=tsx"].filter(Boolean).join(" "),
+  };
+  const result = spawnSync(toolPath("pulumi"), args, { cwd: repoRoot, env, stdio: "inherit" });
+  return result.status ?? 1;
+}
