@@ -1,7 +1,21 @@
-// The install program (`pulumi up` in this folder): wiring only. It installs appstack's CRDs; the
-// namespace, RBAC, state storage and the operator Deployment come with the in-cluster install.
-import { AppstackCrds } from "./components/crds.ts";
+// The install program (`npx appstack pulumi up` in this folder): wiring only. Every option is
+// stack configuration with the default documented in Pulumi.yaml.
+import * as pulumi from "@pulumi/pulumi";
+import { AppstackInstall } from "./components/install.ts";
 
-const crds = new AppstackCrds("appstack");
+const config = new pulumi.Config("appstack");
 
-export const customResourceDefinitions = crds.names;
+const install = new AppstackInstall("appstack", {
+  namespace: config.get("namespace"),
+  image: config.get("image"),
+  replicas: config.getNumber("replicas"),
+  watchNamespaces: config.getObject<string[]>("watchNamespaces"),
+  backendUrl: config.get("backendUrl"),
+  parallelism: config.getNumber("parallelism"),
+  storageSize: config.get("storageSize"),
+  passphrase: config.requireSecret("passphrase"),
+});
+
+export const namespace = install.namespace;
+export const serviceAccount = install.serviceAccount;
+export const deployment = install.deployment;

@@ -1,6 +1,6 @@
 // `pulumi up` on the repository's own program with the pinned CLI (through `appstack pulumi`):
 // the install program's resources appear in the API server; preview then shows no changes;
-// destroy removes them.
+// destroy removes them and says so.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -35,25 +35,38 @@ function pulumi(...args: string[]): { status: number | null; output: string } {
   return { status: result.status, output: `${result.stdout}\n${result.stderr}` };
 }
 
-test("pulumi up, preview and destroy of the install program", () => {
-  const init = pulumi("stack", "init", stack);
-  assert.equal(init.status, 0, init.output);
+test("pulumi preview, up and destroy of the install program", async () => {
+  const kc = loadKubeConfig(cluster().cluster.kubeconfig);
+  const { core } = cluster();
+  // The local cluster has no volume provisioner: a static volume for the state claim.
+  await core.createPersistentVolume({
+    body: { metadata: { name: "appstack-cli-state" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: join(stateDir, "pv") } } },
+  });
+  assert.equal(pulumi("stack", "init", stack).status, 0);
+  assert.equal(pulumi("config", "set", "--secret", "appstack:passphrase", "from-stack-config", "--stack", stack).status, 0);
+  assert.equal(pulumi("config", "set", "appstack:image", "appstack:e2e", "--stack", stack).status, 0);
+
+  const preview = pulumi("preview", "--stack", stack);
+  assert.equal(preview.status, 0, preview.output);
+  assert.match(preview.output, /\+ .*kubernetes:apps\/v1:Deployment/);
+  await assert.rejects(core.readNamespace({ name: "appstack-system" }), isNotFound);
+
   const up = pulumi("up", "--yes", "--stack", stack);
   assert.equal(up.status, 0, up.output);
-  assert.match(up.output, /apps\.appstack\.dev/);
-  const preview = pulumi("preview", "--expect-no-changes", "--stack", stack);
-  assert.equal(preview.status, 0, preview.output);
+  const crd = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: "memcacheds.appstack.dev" });
+  assert.equal(crd.spec.names.kind, "Memcached");
+  const operator = await cluster().apps.readNamespacedDeployment({ name: "appstack-operator", namespace: "appstack-system" });
+  assert.equal(operator.spec?.template.spec?.containers[0]?.image, "appstack:e2e");
+  assert.equal(operator.status?.readyReplicas, 1);
+  assert.equal(operator.spec?.template.spec?.serviceAccountName, "appstack-operator");
+  const secret = await core.readNamespacedSecret({ name: "appstack-operator-passphrase", namespace: "appstack-system" });
+  assert.equal(Buffer.from(secret.data?.["passphrase"] ?? "", "base64").toString(), "from-stack-config");
+
+  const again = pulumi("preview", "--expect-no-changes", "--stack", stack);
+  assert.equal(again.status, 0, again.output);
+
   const destroy = pulumi("destroy", "--yes", "--stack", stack);
   assert.equal(destroy.status, 0, destroy.output);
-});
-
-test("the CRDs existed while the stack was up and are gone after destroy", async () => {
-  const api = loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(ApiextensionsV1Api);
-  await assert.rejects(api.readCustomResourceDefinition({ name: "apps.appstack.dev" }), isNotFound);
-  const up = pulumi("up", "--yes", "--stack", stack);
-  assert.equal(up.status, 0, up.output);
-  const crd = await api.readCustomResourceDefinition({ name: "memcacheds.appstack.dev" });
-  assert.equal(crd.spec.names.kind, "Memcached");
-  assert.equal(pulumi("destroy", "--yes", "--stack", stack).status, 0);
-  await assert.rejects(api.readCustomResourceDefinition({ name: "memcacheds.appstack.dev" }), isNotFound);
+  await assert.rejects(kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: "memcacheds.appstack.dev" }), isNotFound);
+  await assert.rejects(cluster().apps.readNamespacedDeployment({ name: "appstack-operator", namespace: "appstack-system" }), isNotFound);
 });
