@@ -3,6 +3,5 @@ import { memcachedCrd } from "./memcached.ts";
 import type { CustomResourceDefinition } from "./schema.ts";
 
 export * from "./types.ts";
-export { defaultMemcachedImage } from "./memcached.ts";
 
 export const customResourceDefinitions: readonly CustomResourceDefinition[] = [appCrd, memcachedCrd];

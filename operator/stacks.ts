@@ -4,6 +4,7 @@
 import {
   ConcurrentUpdateError,
   LocalWorkspace,
+  StackAlreadyExistsError,
   StackNotFoundError,
   type PulumiFn,
   type Stack,
@@ -111,8 +112,14 @@ export class StackDriver {
     } else {
       // Known to be new (file backend: cheap to know): created in one Pulumi process instead of a
       // failed select and a create, and with no pending operations to look for.
-      stack = await LocalWorkspace.createStack(args, options);
-      this.clean.add(name);
+      try {
+        stack = await LocalWorkspace.createStack(args, options);
+        this.clean.add(name);
+      } catch (error) {
+        // Stored under a layout the file check does not know: it exists after all.
+        if (!(error instanceof StackAlreadyExistsError)) throw error;
+        stack = await LocalWorkspace.selectStack(args, options);
+      }
     }
     this.stacks.set(name, stack);
     return stack;

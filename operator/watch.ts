@@ -123,11 +123,6 @@ export class Watcher {
     return undefined;
   }
 
-  allWorkloadKeys(): string[] {
-    return [...this.workloads.entries()].flatMap(([kind, informers]) =>
-      informers.flatMap((informer) => informer.list().map((o) => keyString({ kind, namespace: o.metadata.namespace, name: o.metadata.name }))));
-  }
-
   deployment(namespace: string, name: string): V1Deployment | undefined {
     return this.deployments.map((informer) => informer.get(name, namespace)).find(Boolean);
   }
