@@ -15,7 +15,8 @@ let workloads: Workloads;
 
 const cluster = useCluster(
   async ({ cluster: local, core }) => {
-    operator = await startOperatorProcess(local.kubeconfig);
+    // One replica, no election: an API server restart below must not cost it the lease.
+    operator = await startOperatorProcess(local.kubeconfig, { env: { APPSTACK_LEADER_ELECT: "false" } });
     workloads = new Workloads(local.kubeconfig);
     for (const name of ["team-a", "team-b"]) await core.createNamespace({ body: { metadata: { name } } });
   },
@@ -224,6 +225,17 @@ test("deleting an object destroys its Deployment, Service and stack", async () =
   await eventWithReason("team-a", "web", "StackDestroyed");
   // The App of the same name in the other namespace is untouched.
   assert.equal((await deployment("team-b", "web")).status?.readyReplicas, 1);
+});
+
+test("after the API server restarts, the watches relist and no change is lost", async () => {
+  await cluster().cluster.restartApiServer();
+  // Made while the operator's watches are still reconnecting.
+  await workloads.mergeSpec("App", "team-b", "twin-a", { replicas: 2 });
+  await workloads.create(app("after-restart", "team-b", { image: "nginx:1.27", replicas: 1 }));
+  const scaled = await workloads.ready("App", "team-b", "twin-a");
+  assert.equal(scaled.status?.readyReplicas, 2);
+  assert.equal((await deployment("team-b", "twin-a")).spec?.replicas, 2);
+  await workloads.ready("App", "team-b", "after-restart");
 });
 
 test("deleting a namespace runs the finalizers of its objects and does not hang", async () => {

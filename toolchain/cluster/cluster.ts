@@ -28,6 +28,8 @@ export interface ClusterState {
 
 export interface LocalCluster extends ClusterState {
   stop(): Promise<void>;
+  /** Stops the API server and starts it again (every watch drops); resolves once it serves again. */
+  restartApiServer(): Promise<void>;
 }
 
 export interface ClusterOptions {
@@ -199,7 +201,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     await stop();
     throw error;
   }
-  return { ...state, stop };
+  const restartApiServer = async () => {
+    const index = state.components.findIndex((c) => c.name === "kube-apiserver");
+    const old = state.components[index]!;
+    await stopComponents([old], dir);
+    const fresh = startComponent(old.name, old.binary, [...old.args], old.logFile, { detached });
+    state.components[index] = fresh;
+    saveState(state);
+    await waitForApiServer(fresh, state.kubeconfig, dir);
+  };
+  return { ...state, stop, restartApiServer };
 }
 
 export function runningClusters(): ClusterState[] {

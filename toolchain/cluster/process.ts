@@ -8,6 +8,9 @@ export interface ComponentProcess {
   readonly name: string;
   readonly pid: number;
   readonly logFile: string;
+  /** How it was started, so that it can be started again the same way. */
+  readonly binary: string;
+  readonly args: readonly string[];
 }
 
 export interface StartOptions {
@@ -23,7 +26,7 @@ export function startComponent(name: string, binary: string, args: string[], log
     // Startup failures surface through the health checks, which read the log; nothing to do here.
     child.on("error", () => undefined);
     if (options.detached) child.unref();
-    return { name, pid: child.pid, logFile };
+    return { name, pid: child.pid, logFile, binary, args };
   } finally {
     closeSync(log);
   }
