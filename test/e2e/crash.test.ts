@@ -4,7 +4,9 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { setTimeout as sleep } from "node:timers/promises";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -25,9 +27,16 @@ function lockFiles(stateDir: string): string[] {
   return files;
 }
 
-/** Kills the operator the moment its engine has locked the stack: an update is under way. */
+/**
+ * Kills the operator (with its engines) the moment the engine has locked the stack: an update is
+ * under way. Polled tightly: a destroy holds its lock for well under a second.
+ */
 async function crashDuringOperation(running: OperatorProcess): Promise<void> {
-  await eventually("the engine to lock the stack", async () => (lockFiles(running.stateDir).length > 0 ? true : undefined), 60_000);
+  const deadline = Date.now() + 60_000;
+  while (lockFiles(running.stateDir).length === 0) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the engine to lock the stack");
+    await sleep(10);
+  }
   await running.stop("SIGKILL");
   assert.ok(lockFiles(running.stateDir).length > 0, "the killed update left its lock behind");
 }
@@ -47,10 +56,16 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   assert.deepEqual(lockFiles(stateDir), []);
 
   await operator.stop();
+  // A finalizer of someone else's holds the Deployment's deletion, which keeps the destroy (and
+  // its lock) around longer than a bare delete would.
+  const hold = "appstack.dev/test-hold";
+  const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+  await apps.patchNamespacedDeployment({ name: "crashy", namespace: "default", body: { metadata: { finalizers: [hold] } } }, merge);
   await workloads.delete("App", "default", "crashy");
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
   await crashDuringOperation(operator);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+  await apps.patchNamespacedDeployment({ name: "crashy", namespace: "default", body: { metadata: { finalizers: null } } }, merge);
   await workloads.gone("App", "default", "crashy");
   await assert.rejects(apps.readNamespacedDeployment({ name: "crashy", namespace: "default" }), isNotFound);
   assert.ok(!existsSync(join(stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.crashy.json")));
