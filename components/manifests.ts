@@ -1,8 +1,25 @@
 // What appstack's components create, as plain manifests: no Pulumi at run time here, so the same
 // functions serve the components, their tests, and the benchmark's baseline reconciler.
 import type * as k8s from "@pulumi/kubernetes";
-import type { AppSpec, MemcachedSpec } from "../crds/types.ts";
-import { childMetadata, selectorLabels, type Owner } from "./metadata.ts";
+import type { AppSpec, MemcachedSpec, Workload } from "../crds/types.ts";
+import { childMetadata, ownerOf, selectorLabels, type Owner } from "./metadata.ts";
+
+const memcachedAppName = "memcached";
+
+/** The app.kubernetes.io/name of an object's children: the App's own name, or "memcached". */
+export function appNameOf(object: Workload): string {
+  return object.kind === "App" ? object.metadata.name : memcachedAppName;
+}
+
+/** The labels that select exactly the pods of `object`. */
+export function podSelector(object: Workload): Record<string, string> {
+  return selectorLabels(ownerOf(object), appNameOf(object));
+}
+
+/** Whether `object` has a Service: every Memcached, and an App with a port (as appService says). */
+export function hasService(object: Workload): boolean {
+  return object.kind === "Memcached" || object.spec.port !== undefined;
+}
 
 const containerName = "app";
 
@@ -34,7 +51,7 @@ export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps
 
 /** The Service for an App with a port; none without one. */
 export function appService(owner: Owner, spec: AppSpec): k8s.types.input.core.v1.Service | undefined {
-  if (!spec.port) return undefined;
+  if (spec.port === undefined) return undefined;
   return {
     metadata: childMetadata(owner, owner.name),
     spec: {
@@ -46,15 +63,14 @@ export function appService(owner: Owner, spec: AppSpec): k8s.types.input.core.v1
 }
 
 export const memcachedPort = 11211;
-const appName = "memcached";
 
 export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.types.input.apps.v1.Deployment {
-  const metadata = childMetadata(owner, appName);
+  const metadata = childMetadata(owner, memcachedAppName);
   return {
     metadata,
     spec: {
       replicas: spec.size,
-      selector: { matchLabels: selectorLabels(owner, appName) },
+      selector: { matchLabels: selectorLabels(owner, memcachedAppName) },
       template: {
         metadata: { labels: metadata.labels },
         spec: {
@@ -76,10 +92,10 @@ export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.type
 
 export function memcachedService(owner: Owner): k8s.types.input.core.v1.Service {
   return {
-    metadata: childMetadata(owner, appName),
+    metadata: childMetadata(owner, memcachedAppName),
     spec: {
       type: "ClusterIP",
-      selector: selectorLabels(owner, appName),
+      selector: selectorLabels(owner, memcachedAppName),
       ports: [{ name: "memcached", port: memcachedPort, targetPort: "memcached", protocol: "TCP" }],
     },
   };

@@ -1,6 +1,6 @@
 // App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
 // the reason instead of the operator finding out later.
-import { ageColumn, customResourceDefinition, readyReasonColumn, workloadStatus, type JsonSchema } from "./schema.ts";
+import { ageColumn, customResourceDefinition, readyReasonColumn, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
 
 export const imageSchema: JsonSchema = {
   type: "string",
@@ -65,10 +65,7 @@ export const appCrd = customResourceDefinition(
   { spec: appSpecSchema, status: workloadStatus() },
   {
     shortNames: ["asapp"],
-    subresources: {
-      status: {},
-      scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
-    },
+    subresources: workloadSubresources(".spec.replicas"),
     printerColumns: [
       { name: "Image", type: "string", jsonPath: ".spec.image" },
       { name: "Desired", type: "integer", jsonPath: ".spec.replicas" },

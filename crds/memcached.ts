@@ -1,6 +1,6 @@
 // Memcached: the classic operator example, as an appstack kind.
 import { imageSchema } from "./app.ts";
-import { ageColumn, customResourceDefinition, readyReasonColumn, workloadStatus } from "./schema.ts";
+import { ageColumn, customResourceDefinition, readyReasonColumn, workloadSubresources, workloadStatus } from "./schema.ts";
 
 export const defaultMemcachedImage = "memcached:1.6";
 
@@ -21,10 +21,7 @@ export const memcachedCrd = customResourceDefinition(
     }),
   },
   {
-    subresources: {
-      status: {},
-      scale: { specReplicasPath: ".spec.size", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
-    },
+    subresources: workloadSubresources(".spec.size"),
     printerColumns: [
       { name: "Size", type: "integer", jsonPath: ".spec.size" },
       { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },

@@ -70,6 +70,11 @@ export const readyReasonColumn = {
   jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
 };
 
+/** status, and scale driven by `specReplicasPath` (what `kubectl scale` and an HPA change). */
+export function workloadSubresources(specReplicasPath: string): JsonSchema {
+  return { status: {}, scale: { specReplicasPath, statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" } };
+}
+
 export const ageColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
 export interface CustomResourceDefinition {

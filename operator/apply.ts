@@ -13,11 +13,11 @@ export const fieldManager = "appstack";
  * (`_default`), not JSON ones (`default`): passing plain JSON through its deserializer first keeps
  * every field.
  */
-export async function applyObjects(clients: KubeClients, objects: readonly KubernetesObject[]): Promise<void> {
+export async function applyObjects(clients: KubeClients, objects: readonly KubernetesObject[], manager = fieldManager): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(clients.config);
   for (const object of objects) {
     const typed = loadYaml<KubernetesObject>(JSON.stringify(object));
-    await api.patch(typed, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
+    await api.patch(typed, undefined, undefined, manager, true, PatchStrategy.ServerSideApply);
   }
 }
 

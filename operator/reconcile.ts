@@ -1,7 +1,8 @@
 // The reconciler: one object at a time, make the cluster match the spec through Pulumi when
 // something changed, and report what the live children say either way.
 import type { V1Deployment } from "@kubernetes/client-node";
-import { ownerOf, selectorLabels, selectorString } from "../components/metadata.ts";
+import { hasService, podSelector } from "../components/manifests.ts";
+import { selectorString } from "../components/metadata.ts";
 import type { MemcachedStatus, StackOperation, StackStatus, Workload } from "../crds/types.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Decision, type LiveChildren } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
@@ -98,8 +99,7 @@ export class Reconciler {
 
   private async fingerprint(object: Workload, deployment: V1Deployment | undefined): Promise<string | undefined> {
     if (!deployment?.metadata?.uid) return undefined;
-    const wantsService = object.kind === "Memcached" || object.spec.port !== undefined;
-    const serviceUid = wantsService ? await this.readServiceUid(object) : "";
+    const serviceUid = hasService(object) ? await this.readServiceUid(object) : "";
     return encodeApplied({
       programVersion,
       generation: object.metadata.generation ?? 0,
@@ -154,7 +154,7 @@ export class Reconciler {
   }
 
   private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean): Promise<void> {
-    const selector = selectorLabels(ownerOf(object), object.kind === "App" ? object.metadata.name : "memcached");
+    const selector = podSelector(object);
     const pods = this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp);
     const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase, stack, observed: observed || object.status?.observedGeneration === object.metadata.generation });
     try {

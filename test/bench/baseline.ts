@@ -1,7 +1,8 @@
 // The baseline: a minimal reconciler in the controller-runtime style of the kubebuilder tutorials,
 // written with @kubernetes/client-node server-side apply and no Pulumi. It applies the same
 // manifests appstack's components make, and reports Ready the same way.
-import { KubernetesObjectApi, loadYaml, makeInformer, PatchStrategy, setHeaderOptions, type KubernetesObject } from "@kubernetes/client-node";
+import { makeInformer, PatchStrategy, setHeaderOptions, type KubernetesObject } from "@kubernetes/client-node";
+import { applyObjects } from "../../operator/apply.ts";
 import { appDeployment, appService } from "../../components/manifests.ts";
 import type { App } from "../../crds/types.ts";
 import { kubeClients } from "../../operator/kube.ts";
@@ -10,12 +11,10 @@ import { conditionsFor } from "../../operator/conditions.ts";
 import { rolloutPhase } from "../../operator/status.ts";
 
 const clients = kubeClients(process.env["KUBECONFIG"]);
-const objects = KubernetesObjectApi.makeApiClient(clients.config);
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
 async function apply(manifest: object, kind: string, apiVersion: string): Promise<void> {
-  const typed = loadYaml<KubernetesObject>(JSON.stringify({ apiVersion, kind, ...manifest }));
-  await objects.patch(typed, undefined, undefined, "baseline", true, PatchStrategy.ServerSideApply);
+  await applyObjects(clients, [{ apiVersion, kind, ...manifest }], "baseline");
 }
 
 async function reconcile(app: App): Promise<void> {

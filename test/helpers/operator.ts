@@ -4,10 +4,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { CustomObjectsApi } from "@kubernetes/client-node";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { installCrds } from "../../operator/apply.ts";
 import { kubeClients } from "../../operator/kube.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
 
@@ -78,9 +79,7 @@ export class Workloads {
   private readonly api: CustomObjectsApi;
 
   constructor(kubeconfig: string) {
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    this.api = kc.makeApiClient(CustomObjectsApi);
+    this.api = loadKubeConfig(kubeconfig).makeApiClient(CustomObjectsApi);
   }
 
   async create(object: { kind: WorkloadKind; metadata: { name: string; namespace: string }; spec: unknown }): Promise<Workload> {
