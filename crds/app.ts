@@ -1,6 +1,6 @@
 // App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
 // the reason instead of the operator finding out later.
-import { ageColumn, customResourceDefinition, readyReasonColumn, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
+import { ageColumn, customResourceDefinition, planColumn, readyReasonColumn, updatePolicySchema, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
 
 export const imageSchema: JsonSchema = {
   type: "string",
@@ -56,6 +56,7 @@ export const appSpecSchema: JsonSchema = {
     port: { type: "integer", format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." },
     env,
     resources,
+    updatePolicy: updatePolicySchema,
   },
 };
 
@@ -71,6 +72,7 @@ export const appCrd = customResourceDefinition(
       { name: "Desired", type: "integer", jsonPath: ".spec.replicas" },
       { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
       readyReasonColumn,
+      planColumn,
       ageColumn,
     ],
   },

@@ -1,6 +1,6 @@
 // Memcached: the classic operator example, as an appstack kind.
 import { imageSchema } from "./app.ts";
-import { ageColumn, customResourceDefinition, readyReasonColumn, workloadSubresources, workloadStatus } from "./schema.ts";
+import { ageColumn, customResourceDefinition, planColumn, readyReasonColumn, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
 
 export const defaultMemcachedImage = "memcached:1.6";
 
@@ -14,6 +14,7 @@ export const memcachedCrd = customResourceDefinition(
       properties: {
         size: { type: "integer", format: "int32", minimum: 0, maximum: 100, description: "Number of memcached pods." },
         image: { ...imageSchema, default: defaultMemcachedImage },
+        updatePolicy: updatePolicySchema,
       },
     },
     status: workloadStatus({
@@ -26,6 +27,7 @@ export const memcachedCrd = customResourceDefinition(
       { name: "Size", type: "integer", jsonPath: ".spec.size" },
       { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
       readyReasonColumn,
+      planColumn,
       ageColumn,
     ],
   },

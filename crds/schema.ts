@@ -1,6 +1,6 @@
 // OpenAPI v3 pieces both kinds share: the status shape (kstatus conditions, stack report) and the
 // CRD envelope. Kept as plain objects so that the install program and the YAML use the same data.
-import { group, version, type WorkloadKind } from "./types.ts";
+import { group, updatePolicies, version, type WorkloadKind } from "./types.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -36,7 +36,7 @@ const stack: JsonSchema = {
     lastOperation: {
       type: "object",
       properties: {
-        kind: { type: "string", enum: ["up", "refresh", "destroy"] },
+        kind: { type: "string", enum: ["preview", "up", "refresh", "destroy"] },
         result: { type: "string", enum: ["succeeded", "failed"] },
         startTime: timestamp,
         endTime: timestamp,
@@ -46,6 +46,43 @@ const stack: JsonSchema = {
     },
   },
 };
+
+const preview: JsonSchema = {
+  type: "object",
+  description: "The preview waiting for approval (updatePolicy Preview): planned step per resource and counts by step.",
+  required: ["planId", "generation", "basis", "changes", "steps"],
+  properties: {
+    planId: { type: "string", description: "Approve with: kubectl annotate <kind> <name> appstack.dev/approve=<planId>" },
+    generation: { type: "integer", format: "int64" },
+    basis: { type: "string" },
+    reason: { type: "string" },
+    time: timestamp,
+    changes: { type: "object", additionalProperties: { type: "integer" } },
+    steps: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["type", "name", "step"],
+        properties: {
+          type: { type: "string" },
+          name: { type: "string" },
+          step: { type: "string" },
+          paths: { type: "array", items: { type: "string" } },
+        },
+      },
+    },
+  },
+};
+
+/** Shared by both kinds' specs. */
+export const updatePolicySchema: JsonSchema = {
+  type: "string",
+  enum: [...updatePolicies],
+  default: "Auto",
+  description: "Auto applies every change. Preview only previews changes; annotate appstack.dev/approve=<status.preview.planId> to apply that plan.",
+};
+
+export const planColumn = { name: "Plan", type: "string", jsonPath: ".status.preview.planId", description: "A plan waiting for approval." };
 
 export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSchema {
   return {
@@ -59,6 +96,7 @@ export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSche
       conditions,
       lastUpdateTime: timestamp,
       stack,
+      preview,
       ...extra,
     },
   };

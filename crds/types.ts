@@ -28,17 +28,30 @@ export interface ResourceRequirements {
   limits?: Record<string, string>;
 }
 
+/**
+ * Auto: every change is applied by `pulumi up` as it comes. Preview: every change is previewed,
+ * and applied only when a person approves that exact plan (annotation appstack.dev/approve).
+ */
+export type UpdatePolicy = "Auto" | "Preview";
+
+export const updatePolicies: readonly UpdatePolicy[] = ["Auto", "Preview"];
+
+/** Set to the plan id of status.preview to apply exactly that plan. */
+export const approveAnnotation = "appstack.dev/approve";
+
 export interface AppSpec {
   image: string;
   replicas: number;
   port?: number;
   env?: EnvVar[];
   resources?: ResourceRequirements;
+  updatePolicy?: UpdatePolicy;
 }
 
 export interface MemcachedSpec {
   size: number;
   image: string;
+  updatePolicy?: UpdatePolicy;
 }
 
 /** metav1.Condition. */
@@ -55,7 +68,7 @@ export interface Condition {
 export type StepCounts = Record<string, number>;
 
 export interface StackOperation {
-  kind: "up" | "refresh" | "destroy";
+  kind: "preview" | "up" | "refresh" | "destroy";
   result: "succeeded" | "failed";
   startTime: string;
   endTime: string;
@@ -73,6 +86,33 @@ export interface StackStatus {
   nextRetryTime?: string;
 }
 
+/** One resource in a preview: the step the engine plans for it, and which properties change. */
+export interface PreviewStep {
+  /** The resource's type and name, as Pulumi shows them. */
+  type: string;
+  name: string;
+  /** create, update, replace, delete, same (and the engine's rarer steps, such as read). */
+  step: string;
+  /** Changed property paths, as in `spec.template.spec.containers[0].image`; empty for creates. */
+  paths?: string[];
+}
+
+/** A preview waiting for approval (updatePolicy Preview). */
+export interface PreviewStatus {
+  /** Approve with `kubectl annotate <kind> <name> appstack.dev/approve=<planId>`. */
+  planId: string;
+  /** The generation the preview was made from. */
+  generation: number;
+  /** The spec and live children the plan was made against; a different basis makes it stale. */
+  basis: string;
+  /** Why a preview was needed (spec changed, never applied, drift). */
+  reason: string;
+  time: string;
+  /** Resources by planned step. */
+  changes: StepCounts;
+  steps: PreviewStep[];
+}
+
 export interface WorkloadStatus {
   observedGeneration?: number;
   replicas?: number;
@@ -83,6 +123,8 @@ export interface WorkloadStatus {
   conditions?: Condition[];
   lastUpdateTime?: string;
   stack?: StackStatus;
+  /** Set while changes wait for approval. */
+  preview?: PreviewStatus;
 }
 
 export interface MemcachedStatus extends WorkloadStatus {

@@ -1,11 +1,13 @@
 // kstatus conditions: Reconciling while work is under way, Stalled when it cannot go on without a
-// change, Ready when the workload is available. lastTransitionTime moves only when status changes.
+// change, Ready when the workload is available. Changes waiting for approval are none of the
+// three: the operator is not working and nothing failed, a person has to act. lastTransitionTime moves only when status changes.
 import type { Condition } from "../crds/types.ts";
 
 export type Phase =
   | { kind: "ready"; message: string }
   | { kind: "progressing"; reason: string; message: string }
   | { kind: "stalled"; reason: string; message: string }
+  | { kind: "awaiting"; message: string }
   | { kind: "deleting"; message: string };
 
 type Desired = Pick<Condition, "type" | "status" | "reason" | "message">;
@@ -29,6 +31,12 @@ function desiredConditions(phase: Phase): Desired[] {
         { type: "Ready", status: "False", reason: phase.reason, message: phase.message },
         { type: "Reconciling", status: "False", reason: phase.reason, message: "" },
         { type: "Stalled", status: "True", reason: phase.reason, message: phase.message },
+      ];
+    case "awaiting":
+      return [
+        { type: "Ready", status: "False", reason: "AwaitingApproval", message: phase.message },
+        { type: "Reconciling", status: "False", reason: "AwaitingApproval", message: "" },
+        { type: "Stalled", status: "False", reason: "AwaitingApproval", message: "" },
       ];
     case "deleting":
       return [

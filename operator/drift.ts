@@ -48,3 +48,13 @@ export function decide(generation: number, applied: Applied | undefined, live: L
   if (applied.serviceUid && live.serviceUid !== applied.serviceUid) return { action: "repair", reason: "the Service was deleted or replaced" };
   return { action: "none" };
 }
+
+/**
+ * What a preview was computed against: the operator's program, the spec's generation and the live
+ * children. An approval is honoured only while this is unchanged, so a plan is never applied to a
+ * spec or a cluster it was not made for.
+ */
+export function previewBasis(generation: number, live: LiveChildren): string {
+  const deployment = live.deployment ? `${live.deployment.uid}@${live.deployment.generation}` : "none";
+  return `v=${programVersion};g=${generation};d=${deployment};s=${live.serviceUid ?? "none"}`;
+}

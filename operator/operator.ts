@@ -6,6 +6,7 @@ import { EventRecorder } from "./events.ts";
 import { kubeClients, type KubeClients } from "./kube.ts";
 import type { Logger } from "./log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
+import { PlanStore } from "./plans.ts";
 import { WorkQueue } from "./queue.ts";
 import { Reconciler } from "./reconcile.ts";
 import { projectName, StackDriver } from "./stacks.ts";
@@ -48,7 +49,9 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
     maxDelayMs: config.maxRetryMs,
   });
   const watcher = new Watcher(clients, config.namespaces, (key) => queue.add(key), log);
-  const reconciler = new Reconciler({ clients, driver, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
+  // Beside the stack state, so that a plan outlives a restart wherever the state does.
+  const plans = new PlanStore(join(config.stateDir, "plans"));
+  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
   await watcher.start();
   log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl });
   return {

@@ -3,12 +3,15 @@
 import type { V1Deployment } from "@kubernetes/client-node";
 import { hasService, podSelector } from "../components/manifests.ts";
 import { selectorString } from "../components/metadata.ts";
-import type { MemcachedStatus, StackOperation, StackStatus, Workload } from "../crds/types.ts";
-import { decide, decodeApplied, encodeApplied, programVersion, type Decision, type LiveChildren } from "./drift.ts";
+import { approveAnnotation, type MemcachedStatus, type PreviewStatus, type StackOperation, type StackStatus, type Workload } from "../crds/types.ts";
+import { approvalOf, consumeApproval, gate } from "./approval.ts";
+import { decide, decodeApplied, encodeApplied, previewBasis, programVersion, type Decision, type LiveChildren } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { isNotFound, parseKey, type KubeClients } from "./kube.ts";
 import type { Logger } from "./log.ts";
+import type { PlanStore } from "./plans.ts";
+import { describeChanges, describeSteps, hasChanges } from "./preview-steps.ts";
 import { programFor } from "./programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "./stack-names.ts";
@@ -25,6 +28,7 @@ export interface ReconcilerDeps {
   readonly clients: KubeClients;
   readonly watcher: Watcher;
   readonly driver: StackDriver;
+  readonly plans: PlanStore;
   readonly events: EventRecorder;
   readonly log: Logger;
   readonly backoff: (key: string) => Backoff;
@@ -32,11 +36,27 @@ export interface ReconcilerDeps {
 
 const pastTense: Record<string, string> = { create: "created", update: "updated", delete: "deleted", replace: "replaced" };
 
+/** An approved plan, and the annotation that approved it. */
+interface Approved {
+  readonly planId: string;
+  readonly planFile: string;
+}
+
+type Pending = Exclude<Decision, { action: "none" }>;
+
 function summarize(changes: Record<string, number> | undefined): string {
   const parts = Object.entries(changes ?? {})
     .filter(([step, n]) => step !== "same" && n > 0)
     .map(([step, n]) => `${n} ${pastTense[step] ?? step}`);
   return parts.length ? parts.join(", ") : "no changes";
+}
+
+function approveCommand(object: Workload, planId: string): string {
+  return `kubectl annotate ${object.kind.toLowerCase()} ${object.metadata.name} -n ${object.metadata.namespace} ${approveAnnotation}=${planId}`;
+}
+
+function awaiting(object: Workload, preview: PreviewStatus): Phase {
+  return { kind: "awaiting", message: `plan ${preview.planId}: ${describeChanges(preview.changes)}; approve with: ${approveCommand(object, preview.planId)}` };
 }
 
 export class Reconciler {
@@ -62,6 +82,7 @@ export class Reconciler {
 
     const deployment = await this.liveDeployment(object);
     const decision = decide(object.metadata.generation ?? 0, decodeApplied(object.status?.stack?.appliedFingerprint), this.liveChildren(object, deployment));
+    if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, deployment, log);
     if (decision.action === "none") {
       await this.report(object, deployment, rolloutPhase(object, deployment), object.status?.stack ?? { name: stack }, true);
       return;
@@ -69,26 +90,38 @@ export class Reconciler {
     return this.apply(object, stack, key, decision, log);
   }
 
-  private async apply(object: Workload, stack: string, key: string, decision: Exclude<Decision, { action: "none" }>, log: Logger): Promise<HandlerResult> {
+  private async apply(object: Workload, stack: string, key: string, decision: Pending, log: Logger, approved?: Approved): Promise<HandlerResult> {
     const previous: StackStatus = object.status?.stack ?? { name: stack };
+    // An approved plan stays in status until it is applied: a failed attempt retries the same plan.
+    const preview = approved ? object.status?.preview : undefined;
     const deploymentBefore = this.deps.watcher.deployment(object.metadata.namespace, object.metadata.name);
-    await this.report(object, deploymentBefore, { kind: "progressing", reason: "Applying", message: `pulumi up: ${decision.reason}` }, previous, false);
-    log.info("pulumi up", { reason: decision.reason, refresh: decision.action === "repair" });
+    const applying = approved ? `pulumi up of approved plan ${approved.planId}` : `pulumi up: ${decision.reason}`;
+    await this.report(object, deploymentBefore, { kind: "progressing", reason: "Applying", message: applying }, previous, false, preview);
+    log.info("pulumi up", { reason: decision.reason, refresh: decision.action === "repair", plan: approved?.planId });
     const started = Date.now();
     let operation: StackOperation;
     try {
-      operation = await this.deps.driver.up(stack, programFor(object), { refresh: decision.action === "repair" });
+      operation = await this.deps.driver.up(stack, programFor(object), { refresh: decision.action === "repair", ...(approved ? { plan: approved.planFile } : {}) });
     } catch (error) {
       if (error instanceof StackBusy) {
         log.info("stack busy; retrying", { retryInMs: busyRetryMs });
         return { requeueAfterMs: busyRetryMs };
       }
-      await this.upFailed(object, key, previous, deploymentBefore, error, started, log);
+      if (approved && error instanceof StackOperationFailed && /violates plan/.test(error.message)) {
+        // The program now asks for more than the approved plan allows: preview again.
+        await this.refuse(object, approved.planId, `approval refused: the cluster no longer matches plan ${approved.planId} (${error.message}); a fresh preview was written`, log);
+        return this.preview(object, stack, key, decision, log);
+      }
+      await this.operationFailed(object, key, previous, deploymentBefore, error, started, log, preview);
       throw error;
     }
     log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
     const changes = summarize(operation.resourceChanges);
-    if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
+    if (approved) {
+      await consumeApproval(this.deps.clients, object, approved.planId);
+      this.deps.plans.discard(stack);
+      this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
+    } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
     else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${changes}`);
     // Read back from the API server, not the cache: the record must name what `up` just made.
     const deployment = await this.readDeployment(object);
@@ -110,12 +143,13 @@ export class Reconciler {
   }
 
   /** Stalled with the engine's message, a Warning Event, and when the next attempt comes. */
-  private async upFailed(object: Workload, key: string, previous: StackStatus, deployment: V1Deployment | undefined, error: unknown, started: number, log: Logger): Promise<void> {
+  private async operationFailed(object: Workload, key: string, previous: StackStatus, deployment: V1Deployment | undefined, error: unknown, started: number, log: Logger, preview?: PreviewStatus): Promise<void> {
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
     const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
+    const kind = operation?.kind ?? "up";
     const { attempt, delayMs } = this.deps.backoff(key);
-    log.error("pulumi up failed", { operation: "up", durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
-    this.deps.events.record(object, "Warning", "StackUpdateFailed", message);
+    log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
+    this.deps.events.record(object, "Warning", kind === "preview" ? "PreviewFailed" : "StackUpdateFailed", message);
     const stack: StackStatus = {
       ...previous,
       ...(operation ? { lastOperation: operation } : {}),
@@ -123,7 +157,62 @@ export class Reconciler {
       nextRetryTime: new Date(Date.now() + delayMs).toISOString(),
     };
     // Best effort: the retry matters more than the report of the failure.
-    await this.report(object, deployment, { kind: "stalled", reason: "StackUpdateFailed", message }, stack, false).catch(() => undefined);
+    await this.report(object, deployment, { kind: "stalled", reason: kind === "preview" ? "PreviewFailed" : "StackUpdateFailed", message }, stack, false, preview).catch(() => undefined);
+  }
+
+  /** updatePolicy Preview: nothing runs `up` unless a person approved the plan a preview saved. */
+  private async gated(object: Workload, stack: string, key: string, decision: Decision, deployment: V1Deployment | undefined, log: Logger): Promise<HandlerResult> {
+    const approval = approvalOf(object);
+    const basis = previewBasis(object.metadata.generation ?? 0, this.liveChildren(object, deployment));
+    const next = gate({ decision, basis, preview: object.status?.preview, approval, findPlan: (id) => this.deps.plans.find(stack, id) });
+    if (approval !== undefined && next.action !== "apply") await this.refuse(object, approval, next.refused, log);
+    if (next.action === "apply" && decision.action !== "none") return this.apply(object, stack, key, decision, log, next);
+    if (next.action === "preview" && decision.action !== "none") return this.preview(object, stack, key, decision, log);
+    const preview = next.action === "wait" ? object.status?.preview : undefined;
+    if (!preview) this.deps.plans.discard(stack);
+    await this.report(object, deployment, preview ? awaiting(object, preview) : rolloutPhase(object, deployment), object.status?.stack ?? { name: stack }, true, preview);
+    return undefined;
+  }
+
+  /** Runs a preview that saves its plan, and writes it to status for a person to approve. */
+  private async preview(object: Workload, stack: string, key: string, decision: Pending, log: Logger): Promise<HandlerResult> {
+    const previous: StackStatus = object.status?.stack ?? { name: stack };
+    const deployment = await this.liveDeployment(object);
+    const basis = previewBasis(object.metadata.generation ?? 0, this.liveChildren(object, deployment));
+    const draft = this.deps.plans.draft(stack);
+    log.info("pulumi preview", { reason: decision.reason, refresh: decision.action === "repair" });
+    const started = Date.now();
+    let planned: Awaited<ReturnType<StackDriver["preview"]>>;
+    try {
+      planned = await this.deps.driver.preview(stack, programFor(object), { refresh: decision.action === "repair", plan: draft });
+    } catch (error) {
+      this.deps.plans.discard(stack, draft);
+      await this.operationFailed(object, key, previous, deployment, error, started, log);
+      throw error;
+    }
+    log.info("pulumi preview succeeded", { operation: "preview", durationMs: Date.now() - started, changes: planned.changes });
+    const stackStatus: StackStatus = { name: stack, lastOperation: planned.operation, ...(previous.appliedFingerprint ? { appliedFingerprint: previous.appliedFingerprint } : {}), attempts: 0 };
+    if (!hasChanges(planned.changes)) {
+      // Nothing Pulumi manages would change (only updatePolicy did, say): record it as applied.
+      this.deps.plans.discard(stack);
+      const appliedFingerprint = (await this.fingerprint(object, deployment)) ?? previous.appliedFingerprint;
+      await this.report(object, deployment, rolloutPhase(object, deployment), { ...stackStatus, ...(appliedFingerprint ? { appliedFingerprint } : {}) }, true);
+      return undefined;
+    }
+    const planId = this.deps.plans.commit(stack, draft);
+    const preview: PreviewStatus = { planId, generation: object.metadata.generation ?? 0, basis, reason: decision.reason, time: new Date().toISOString(), changes: planned.changes, steps: planned.steps };
+    this.deps.events.record(object, "Normal", "ChangesPending", `plan ${planId} (${decision.reason}): ${describeSteps(planned.steps)}; approve with: ${approveCommand(object, planId)}`);
+    await this.report(object, deployment, awaiting(object, preview), stackStatus, true, preview);
+    return undefined;
+  }
+
+  /** Says why an approval was not carried out (if it was not), and removes it. */
+  private async refuse(object: Workload, approval: string, why: string | undefined, log: Logger): Promise<void> {
+    if (why) {
+      log.warn("approval refused", { approval, reason: why });
+      this.deps.events.record(object, "Warning", "ApprovalRefused", why);
+    }
+    await consumeApproval(this.deps.clients, object, approval);
   }
 
   private async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
@@ -148,15 +237,16 @@ export class Reconciler {
       this.deps.events.record(object, "Warning", "StackForgotten", `destroy failed ${attempt} times while the namespace is terminating; the stack state was removed and the namespace deletion removes the children`);
       await this.deps.driver.forget(stack);
     }
+    this.deps.plans.discard(stack);
     await removeFinalizer(this.deps.clients, object);
     this.written.delete(object.metadata.uid);
     return undefined;
   }
 
-  private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean): Promise<void> {
+  private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean, preview?: PreviewStatus): Promise<void> {
     const selector = podSelector(object);
     const pods = this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp);
-    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase, stack, observed: observed || object.status?.observedGeneration === object.metadata.generation });
+    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase, stack, preview, observed: observed || object.status?.observedGeneration === object.metadata.generation });
     try {
       if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
     } catch (error) {

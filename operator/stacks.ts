@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import type { StackOperation } from "../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "./log.ts";
+import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { breakStaleLocks } from "./stack-locks.ts";
 
 export const projectName = "appstack";
@@ -46,7 +47,10 @@ export function engineMessage(error: unknown): string {
   return (unique.length ? unique : fallback).slice(0, 3).join("; ").slice(0, 2000);
 }
 
-function report(kind: StackOperation["kind"], started: Date, summary?: UpdateSummary, error?: unknown): StackOperation {
+/** What an operation reports: an update's summary, or a preview's counts. */
+type Outcome = Pick<UpdateSummary, "resourceChanges"> & { readonly result?: UpdateSummary["result"] };
+
+function report(kind: StackOperation["kind"], started: Date, summary?: Outcome, error?: unknown): StackOperation {
   return {
     kind,
     result: error === undefined && summary?.result !== "failed" ? "succeeded" : "failed",
@@ -150,17 +154,41 @@ export class StackDriver {
     }
   }
 
-  /** refresh (optional), then up. Throws StackOperationFailed or StackBusy. */
-  async up(name: string, program: PulumiFn, options: { refresh: boolean }): Promise<StackOperation> {
+  /**
+   * refresh (optional), then up; with `plan`, the update may do nothing its saved plan does not
+   * say. Throws StackOperationFailed or StackBusy.
+   */
+  async up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
     const stack = await this.select(name, program);
     const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
     return this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
-        if (options.refresh) await this.run("refresh", () => stack.refresh({ onOutput }));
-        return this.run("up", () => stack.up({ onOutput }));
+        if (options.refresh) await this.run("refresh", async () => (await stack.refresh({ onOutput })).summary);
+        return this.run("up", async () => (await stack.up({ onOutput, ...(options.plan ? { plan: options.plan } : {}) })).summary);
       }),
     );
+  }
+
+  /**
+   * What `up` would do, changing nothing (the file backend does not even lock for a preview).
+   * With `refresh`, against the live resources rather than the recorded state; with `plan`, the
+   * update plan is saved there. `onOutput` receives the diff as the Pulumi CLI shows it.
+   */
+  async preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void }): Promise<PlannedChanges & { operation: StackOperation }> {
+    const stack = await this.select(name, program);
+    const collector = new StepCollector();
+    const onOutput = options.onOutput ?? ((out: string) => this.log.debug(out.trimEnd(), { stack: name }));
+    try {
+      const operation = await this.run("preview", async () => {
+        const result = await stack.preview({ onOutput, onEvent: collector.onEvent, diff: true, refresh: options.refresh, ...(options.plan ? { plan: options.plan } : {}) });
+        return { resourceChanges: result.changeSummary };
+      });
+      return { ...collector.result(), operation };
+    } catch (error) {
+      if (error instanceof StackNotFoundError) this.stacks.delete(name);
+      throw error;
+    }
   }
 
   /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
@@ -178,7 +206,7 @@ export class StackDriver {
     const result = await this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
-        return this.run("destroy", () => stack.destroy({ onOutput }));
+        return this.run("destroy", async () => (await stack.destroy({ onOutput })).summary);
       }),
     );
     await stack.workspace.removeStack(name);
@@ -210,12 +238,12 @@ export class StackDriver {
     this.clean.delete(name);
   }
 
-  private async run(kind: StackOperation["kind"], operation: () => Promise<{ summary: UpdateSummary }>): Promise<StackOperation> {
+  private async run(kind: StackOperation["kind"], operation: () => Promise<Outcome>): Promise<StackOperation> {
     const started = new Date();
     let result: StackOperation["result"] = "failed";
     this.observer?.started();
     try {
-      const { summary } = await operation();
+      const summary = await operation();
       const outcome = report(kind, started, summary);
       if (outcome.result === "failed") throw new StackOperationFailed(outcome);
       result = "succeeded";

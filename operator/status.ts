@@ -1,7 +1,7 @@
 // Status: what the live Deployment and pods say, with the conditions of the current phase and the
 // stack report, written through the status subresource only when something in it changed.
 import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
-import type { MemcachedStatus, StackStatus, Workload } from "../crds/types.ts";
+import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
 import { keyOf, patchWorkload, type KubeClients } from "./kube.ts";
 
@@ -33,6 +33,8 @@ export interface StatusInput {
   readonly selector: string;
   readonly phase: Phase;
   readonly stack: StackStatus;
+  /** The preview waiting for approval, if any. */
+  readonly preview?: PreviewStatus;
   /** Whether the spec of `object.metadata.generation` has been applied. */
   readonly observed: boolean;
 }
@@ -50,6 +52,7 @@ export function computeStatus(input: StatusInput, now = new Date()): MemcachedSt
     conditions: conditionsFor(input.phase, generation, previous.conditions, now),
     lastUpdateTime: previous.lastUpdateTime,
     stack: input.stack,
+    preview: input.preview,
   };
   if (object.kind === "Memcached") {
     status.nodes = input.pods.map((pod) => pod.metadata?.name ?? "").filter(Boolean).sort();
