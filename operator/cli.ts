@@ -4,12 +4,16 @@ import { renderedCrds, yamlDir } from "../crds/yaml.ts";
 import { buildToolchain } from "../toolchain/build.ts";
 import { clusterCommand } from "../toolchain/cluster/command.ts";
 import { runOperator } from "./main.ts";
+import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
 import { runMainJob } from "./run.ts";
 
 const usage = `usage: appstack <command>
   run [--samples]        the main job: the operator in the foreground, on a local cluster
                          unless --kubeconfig=PATH or KUBECONFIG names one; Ctrl-C stops all
+  preview -f FILE [--json] [--refresh]
+                         what the operator would do with the objects in FILE, changing nothing;
+                         exit 0 no changes, 2 changes, 1 error
   pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy)
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
@@ -35,6 +39,9 @@ async function main(argv: string[]): Promise<void> {
     case "pulumi":
       buildToolchain();
       process.exitCode = runPulumiCli(rest);
+      return;
+    case "preview":
+      process.exitCode = await runPreviewCli(rest);
       return;
     case "operator":
       await runOperator(rest);

@@ -65,3 +65,11 @@ export function isConflict(error: unknown): boolean {
   // 409 for resourceVersion conflicts, 422 for a failed JSON patch `test` operation.
   return code === 409 || code === 422;
 }
+
+/** client-node errors carry the whole HTTP exchange; the status line and the server's reason suffice. */
+export function briefError(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const code = /HTTP-Code: (\d+)/.exec(text)?.[1];
+  const reason = /\\"message\\":\\"([^\\]*)\\"/.exec(text)?.[1] ?? /"message":"([^"]*)"/.exec(text)?.[1];
+  return code ? `HTTP ${code}${reason ? `: ${reason}` : ""}` : text.split("\n")[0]!;
+}

@@ -1,5 +1,4 @@
 // The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { OperatorConfig } from "./config.ts";
 import { EventRecorder } from "./events.ts";
@@ -9,7 +8,7 @@ import type { OperatorMetrics } from "./metrics.ts";
 import { PlanStore } from "./plans.ts";
 import { WorkQueue } from "./queue.ts";
 import { Reconciler } from "./reconcile.ts";
-import { projectName, StackDriver } from "./stacks.ts";
+import { prepareWorkDir, StackDriver } from "./stacks.ts";
 import { Watcher } from "./watch.ts";
 
 export interface RunningOperator {
@@ -20,14 +19,6 @@ export interface RunningOperator {
   stop(): Promise<void>;
 }
 
-/** The work folder all stacks share: Pulumi.yaml is written once here, never per operation. */
-function prepareWorkDir(config: OperatorConfig): string {
-  const workDir = join(config.stateDir, "workspace");
-  mkdirSync(workDir, { recursive: true });
-  writeFileSync(join(workDir, "Pulumi.yaml"), `name: ${projectName}\nruntime: nodejs\nbackend:\n  url: ${config.backendUrl}\n`);
-  return workDir;
-}
-
 export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const driver = new StackDriver(
@@ -35,7 +26,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
       backendUrl: config.backendUrl,
       passphrase: config.passphrase,
       pulumiHome: join(config.stateDir, "pulumi-home"),
-      workDir: prepareWorkDir(config),
+      workDir: prepareWorkDir(join(config.stateDir, "workspace"), config.backendUrl),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
     },
     log,

@@ -10,7 +10,7 @@ import {
   type Stack,
   type UpdateSummary,
 } from "@pulumi/pulumi/automation/index.js";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StackOperation } from "../crds/types.ts";
@@ -20,6 +20,13 @@ import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { breakStaleLocks } from "./stack-locks.ts";
 
 export const projectName = "appstack";
+
+/** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
+export function prepareWorkDir(workDir: string, backendUrl: string): string {
+  mkdirSync(workDir, { recursive: true });
+  writeFileSync(join(workDir, "Pulumi.yaml"), `name: ${projectName}\nruntime: nodejs\nbackend:\n  url: ${backendUrl}\n`);
+  return workDir;
+}
 
 /** The operation failed; the message is the engine's own. */
 export class StackOperationFailed extends Error {

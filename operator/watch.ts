@@ -3,7 +3,7 @@
 import { makeInformer, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
 import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../components/metadata.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../crds/types.ts";
-import { keyString, type KubeClients } from "./kube.ts";
+import { briefError, keyString, type KubeClients } from "./kube.ts";
 import type { Logger } from "./log.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
@@ -11,14 +11,6 @@ type Namespaces = readonly string[] | "all";
 
 const restartDelayMs = 3_000;
 const managedSelector = `${managedByLabel}=${managedBy}`;
-
-/** client-node errors carry the whole HTTP exchange; the status line and the server's reason suffice. */
-function briefError(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  const code = /HTTP-Code: (\d+)/.exec(text)?.[1];
-  const reason = /\\"message\\":\\"([^\\]*)\\"/.exec(text)?.[1] ?? /"message":"([^"]*)"/.exec(text)?.[1];
-  return code ? `HTTP ${code}${reason ? `: ${reason}` : ""}` : text.split("\n")[0]!;
-}
 
 function path(base: string, resource: string, namespace: string | undefined): string {
   return namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;

@@ -1,0 +1,125 @@
+// `appstack preview -f app.yaml`: what the operator would do with these objects, done by the same
+// program against the same cluster and stack state, without changing either. Exit codes as
+// `terraform plan -detailed-exitcode`: 0 no changes, 1 error, 2 changes.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { apiVersion, group, plurals, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../crds/types.ts";
+import { readManifests } from "./apply.ts";
+import { loadConfig, type OperatorConfig } from "./config.ts";
+import { briefError, isNotFound, kubeClients, type KubeClients } from "./kube.ts";
+import { createLogger } from "./log.ts";
+import { hasChanges } from "./preview-steps.ts";
+import { programFor } from "./programs.ts";
+import { stackName } from "./stack-names.ts";
+import { prepareWorkDir, StackDriver } from "./stacks.ts";
+
+export const previewUsage = `usage: appstack preview -f FILE [-f FILE ...] [--json] [--refresh] [--kubeconfig=PATH] [--state-dir=DIR | --backend-url=URL]
+  previews App and Memcached objects against the cluster and the operator's stack state;
+  changes nothing. Exit code 0: no changes, 2: changes, 1: error.`;
+
+export interface ObjectPreview {
+  readonly kind: WorkloadKind;
+  readonly namespace: string;
+  readonly name: string;
+  readonly stack: string;
+  /** No stack exists for the object yet: everything is a create. */
+  readonly new: boolean;
+  readonly changes: StepCounts;
+  readonly steps: PreviewStep[];
+}
+
+interface Options {
+  readonly files: string[];
+  readonly json: boolean;
+  readonly refresh: boolean;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+  const files: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "-f" || arg === "--filename") files.push(argv[++i] ?? "");
+    else if (arg.startsWith("--filename=")) files.push(arg.slice("--filename=".length));
+  }
+  if (!files.length || files.includes("")) throw new Error(previewUsage);
+  return { files, json: argv.includes("--json"), refresh: argv.includes("--refresh") };
+}
+
+function workloadsIn(files: readonly string[], defaultNamespace: string): Workload[] {
+  return files.flatMap((file) => readManifests(file === "-" ? "/dev/stdin" : file)).map((object: KubernetesObject) => {
+    if (object.apiVersion !== apiVersion || (object.kind !== "App" && object.kind !== "Memcached")) {
+      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${apiVersion} App and Memcached can be previewed`);
+    }
+    if (!object.metadata?.name) throw new Error(`${object.kind} without metadata.name`);
+    return { ...object, metadata: { ...object.metadata, namespace: object.metadata.namespace ?? defaultNamespace } } as Workload;
+  });
+}
+
+/**
+ * The object as the API server would store it, defaults and validation included, through a
+ * server-side dry run: a replace of the live object's spec, or a create. Nothing is persisted.
+ */
+async function dryRun(clients: KubeClients, object: Workload): Promise<Workload> {
+  const target = { group, version, plural: plurals[object.kind], namespace: object.metadata.namespace };
+  let live: Workload | undefined;
+  try {
+    live = (await clients.custom.getNamespacedCustomObject({ ...target, name: object.metadata.name })) as Workload;
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  const body = live ? { ...live, spec: object.spec } : object;
+  const result = live
+    ? await clients.custom.replaceNamespacedCustomObject({ ...target, name: object.metadata.name, body, dryRun: "All" })
+    : await clients.custom.createNamespacedCustomObject({ ...target, body, dryRun: "All" });
+  return result as Workload;
+}
+
+/** Drivers over the configured backend, and over a throwaway one for objects that have no stack yet. */
+function drivers(config: OperatorConfig, scratch: string) {
+  const log = createLogger({ level: "warn", format: "text", write: (line) => process.stderr.write(line + "\n") });
+  const engine = { pulumiHome: join(scratch, "pulumi-home"), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
+  const configured = new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: prepareWorkDir(join(scratch, "configured"), config.backendUrl) }, log);
+  const emptyBackend = pathToFileURL(mkdtempSync(join(scratch, "backend-"))).href;
+  const empty = new StackDriver({ ...engine, backendUrl: emptyBackend, passphrase: "preview", workDir: prepareWorkDir(join(scratch, "new"), emptyBackend) }, log);
+  return { configured, empty };
+}
+
+async function previewAll(options: Options, config: OperatorConfig, scratch: string): Promise<ObjectPreview[]> {
+  const clients = kubeClients(config.kubeconfig);
+  const defaultNamespace = clients.config.getContextObject(clients.config.getCurrentContext())?.namespace ?? "default";
+  const { configured, empty } = drivers(config, scratch);
+  const results: ObjectPreview[] = [];
+  for (const given of workloadsIn(options.files, defaultNamespace)) {
+    const label = `${given.kind} ${given.metadata.namespace}/${given.metadata.name}`;
+    const object = await dryRun(clients, given).catch((error: unknown) => {
+      throw new Error(`${label}: ${briefError(error)}`);
+    });
+    const stack = stackName(object.kind, object.metadata.namespace, object.metadata.name);
+    const isNew = !(await configured.exists(stack));
+    const driver = isNew ? empty : configured;
+    if (!options.json) process.stdout.write(`\n${label} (stack ${stack}${isNew ? ", not created yet" : ""})\n`);
+    const onOutput = options.json ? () => undefined : (out: string) => process.stdout.write(out);
+    const planned = await driver.preview(stack, programFor(object), { refresh: options.refresh, onOutput });
+    results.push({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name, stack, new: isNew, changes: planned.changes, steps: planned.steps });
+  }
+  return results;
+}
+
+export async function runPreviewCli(argv: readonly string[]): Promise<number> {
+  const scratch = mkdtempSync(join(tmpdir(), "appstack-preview-"));
+  try {
+    const options = parseArgs(argv);
+    const results = await previewAll(options, loadConfig(argv), scratch);
+    const changed = results.some((result) => hasChanges(result.changes));
+    if (options.json) process.stdout.write(JSON.stringify({ changes: changed, objects: results }, null, 2) + "\n");
+    return changed ? 2 : 0;
+  } catch (error) {
+    process.stderr.write(`appstack preview: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
