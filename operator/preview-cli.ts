@@ -66,12 +66,13 @@ async function dryRun(clients: KubeClients, object: Workload): Promise<Workload>
   const target = { group, version, plural: plurals[object.kind], namespace: object.metadata.namespace };
   let live: Workload | undefined;
   try {
-    live = (await clients.custom.getNamespacedCustomObject({ ...target, name: object.metadata.name })) as Workload;
+    const found: unknown = await clients.custom.getNamespacedCustomObject({ ...target, name: object.metadata.name });
+    live = found as Workload;
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
   const body = live ? { ...live, spec: object.spec } : object;
-  const result = live
+  const result: unknown = live
     ? await clients.custom.replaceNamespacedCustomObject({ ...target, name: object.metadata.name, body, dryRun: "All" })
     : await clients.custom.createNamespacedCustomObject({ ...target, body, dryRun: "All" });
   return result as Workload;

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import type { CoreV1Event, V1Deployment } from "@kubernetes/client-node";
 import type { App, Memcached } from "../../crds/types.ts";
 import { stackName } from "../../operator/stack-names.ts";
-import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { eventually, eventWithReason as eventWithReasonOf, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -34,13 +34,8 @@ async function podsOf(namespace: string, selector: Record<string, string>) {
   return (await cluster().core.listNamespacedPod({ namespace, labelSelector })).items.filter((p) => !p.metadata?.deletionTimestamp);
 }
 
-async function events(namespace: string, name: string): Promise<CoreV1Event[]> {
-  const list = await cluster().core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
-  return list.items;
-}
-
 async function eventWithReason(namespace: string, name: string, reason: string): Promise<CoreV1Event> {
-  return eventually(`event ${reason} on ${namespace}/${name}`, async () => (await events(namespace, name)).find((e) => e.reason === reason));
+  return eventWithReasonOf(cluster().core, namespace, name, reason);
 }
 
 function stackFile(name: string): string {

@@ -1,6 +1,6 @@
 // Test clusters are started and stopped through the same code as `appstack cluster up|down`.
 import { after, before } from "node:test";
-import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
 import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 
@@ -46,6 +46,15 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+}
+
+/** The Events on one object, as `kubectl describe` lists them. */
+export async function eventsOf(core: CoreV1Api, namespace: string, name: string): Promise<CoreV1Event[]> {
+  return (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items;
+}
+
+export async function eventWithReason(core: CoreV1Api, namespace: string, name: string, reason: string, matching?: (message: string) => boolean): Promise<CoreV1Event> {
+  return eventually(`event ${reason} on ${namespace}/${name}`, async () => (await eventsOf(core, namespace, name)).find((e) => e.reason === reason && (!matching || matching(e.message ?? ""))));
 }
 
 export { isNotFound } from "../../operator/kube.ts";

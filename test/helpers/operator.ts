@@ -92,11 +92,13 @@ export class Workloads {
   }
 
   async mergeSpec(kind: WorkloadKind, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+    await this.merge(kind, namespace, name, { spec });
+  }
+
+  /** A JSON merge patch, as `kubectl patch --type=merge`: metadata and spec in one write. */
+  async merge(kind: WorkloadKind, namespace: string, name: string, body: Record<string, unknown>): Promise<void> {
     const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
-    await this.api.patchNamespacedCustomObject(
-      { group, version, plural: plurals[kind], namespace, name, body: { spec } },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
+    await this.api.patchNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name, body }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
   }
 
   async delete(kind: WorkloadKind, namespace: string, name: string): Promise<void> {

@@ -15,6 +15,6 @@ test("both kinds have status and scale subresources and the promised printer col
     assert.ok(version.subresources["scale"]);
     return version.additionalPrinterColumns.map((c) => c.name);
   });
-  assert.deepEqual(columns[0], ["Image", "Desired", "Ready", "Status", "Age"]);
-  assert.deepEqual(columns[1], ["Size", "Ready", "Status", "Age"]);
+  assert.deepEqual(columns[0], ["Image", "Desired", "Ready", "Status", "Plan", "Age"]);
+  assert.deepEqual(columns[1], ["Size", "Ready", "Status", "Plan", "Age"]);
 });

@@ -1,0 +1,190 @@
+// Stack previews end to end: updatePolicy Preview in the cluster (preview, approve, stale approval)
+// and `appstack preview -f` on the command line, with the real engine on a real API server. The
+// point of a preview is that nothing happens: every step checks the cluster is untouched.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import type { V1Deployment } from "@kubernetes/client-node";
+import yaml from "js-yaml";
+import { approveAnnotation, type App, type PreviewStatus } from "../../crds/types.ts";
+import { stackName } from "../../operator/stack-names.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { eventually, eventWithReason, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+
+let operator: OperatorProcess | undefined;
+let workloads: Workloads;
+const namespace = "default";
+const files = mkdtempSync(join(tmpdir(), "appstack-preview-test-"));
+after(() => rmSync(files, { recursive: true, force: true }));
+
+const cluster = useCluster(
+  async ({ cluster: local }) => {
+    operator = await startOperatorProcess(local.kubeconfig, { env: { APPSTACK_LEADER_ELECT: "false" } });
+    workloads = new Workloads(local.kubeconfig);
+  },
+  () => disposeOperator(operator),
+);
+
+async function deployment(name: string): Promise<V1Deployment | undefined> {
+  try {
+    return await cluster().apps.readNamespacedDeployment({ name, namespace });
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Waits for a preview other than `previous` (by plan id) and returns it. */
+async function previewOf(name: string, previous?: string): Promise<{ app: App; preview: PreviewStatus }> {
+  return eventually(`a new preview of ${name}`, async () => {
+    const app = (await workloads.get("App", namespace, name)) as App;
+    const preview = app.status?.preview;
+    const current = app.status?.observedGeneration === app.metadata.generation;
+    return preview && current && preview.planId !== previous && preview.generation === app.metadata.generation ? { app, preview } : undefined;
+  });
+}
+
+function step(preview: PreviewStatus, type: string) {
+  return preview.steps.find((s) => s.type === type);
+}
+
+async function approve(name: string, planId: string): Promise<void> {
+  await workloads.merge("App", namespace, name, { metadata: { annotations: { [approveAnnotation]: planId } } });
+}
+
+async function approvalRemoved(name: string): Promise<void> {
+  await eventually(`the approval annotation of ${name} to be removed`, async () => {
+    const app = await workloads.get("App", namespace, name);
+    return app.metadata.annotations?.[approveAnnotation] === undefined ? true : undefined;
+  });
+}
+
+test("updatePolicy Preview: a new App is previewed, and nothing is created until the plan is approved", async () => {
+  await workloads.create({ kind: "App", metadata: { name: "gated", namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80, updatePolicy: "Preview" } });
+  const { app, preview } = await previewOf("gated");
+  assert.match(preview.planId, /^[0-9a-f]{12}$/);
+  assert.equal(step(preview, "kubernetes:apps/v1:Deployment")?.step, "create");
+  assert.equal(step(preview, "kubernetes:core/v1:Service")?.step, "create");
+  assert.equal(preview.changes["create"], preview.steps.length);
+  const ready = app.status?.conditions?.find((c) => c.type === "Ready");
+  assert.equal(ready?.status, "False");
+  assert.equal(ready?.reason, "AwaitingApproval");
+  assert.match(ready?.message ?? "", new RegExp(`appstack.dev/approve=${preview.planId}`));
+  await eventWithReason(cluster().core, namespace, "gated", "ChangesPending", (m) => m.includes(preview.planId));
+  // The preview changed nothing: no Deployment, no Service, still none after the Event.
+  assert.equal(await deployment("gated"), undefined);
+  await assert.rejects(cluster().core.readNamespacedService({ name: "gated", namespace }), (error) => isNotFound(error));
+
+  await approve("gated", preview.planId);
+  const applied = (await workloads.ready("App", namespace, "gated")) as App;
+  assert.equal(applied.status?.preview, undefined);
+  assert.equal((await deployment("gated"))?.spec?.replicas, 1);
+  await eventWithReason(cluster().core, namespace, "gated", "PlanApplied", (m) => m.includes(preview.planId));
+  await approvalRemoved("gated");
+});
+
+test("updatePolicy Preview: a scale change is an update of spec.replicas that waits; a stale approval is refused; the fresh plan applies", async () => {
+  await workloads.mergeSpec("App", namespace, "gated", { replicas: 3 });
+  const { preview: scale } = await previewOf("gated");
+  const deploymentStep = step(scale, "kubernetes:apps/v1:Deployment");
+  assert.equal(deploymentStep?.step, "update");
+  assert.deepEqual(deploymentStep?.paths, ["spec.replicas"]);
+  assert.equal(step(scale, "kubernetes:core/v1:Service")?.step, "same");
+  assert.deepEqual(scale.changes, { same: 3, update: 1 });
+  assert.equal((await deployment("gated"))?.spec?.replicas, 1, "a preview must not scale the Deployment");
+
+  // The image changes and the old plan is approved in the same write: that plan no longer
+  // describes the spec, so it must not apply.
+  await workloads.merge("App", namespace, "gated", { metadata: { annotations: { [approveAnnotation]: scale.planId } }, spec: { image: "nginx:1.28" } });
+  await eventWithReason(cluster().core, namespace, "gated", "ApprovalRefused", (m) => m.includes(scale.planId));
+  const { preview: fresh } = await previewOf("gated", scale.planId);
+  assert.deepEqual(step(fresh, "kubernetes:apps/v1:Deployment")?.paths, ["spec.replicas", "spec.template.spec.containers[0].image"]);
+  await approvalRemoved("gated");
+  const untouched = await deployment("gated");
+  assert.equal(untouched?.spec?.replicas, 1);
+  assert.equal(untouched?.spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+
+  // An id that is not the waiting plan is refused too, and the waiting plan stays.
+  await approve("gated", "0123456789ab");
+  await eventWithReason(cluster().core, namespace, "gated", "ApprovalRefused", (m) => m.includes("0123456789ab"));
+  await approvalRemoved("gated");
+  assert.equal(((await workloads.get("App", namespace, "gated")) as App).status?.preview?.planId, fresh.planId);
+
+  await approve("gated", fresh.planId);
+  await workloads.ready("App", namespace, "gated");
+  const live = await deployment("gated");
+  assert.equal(live?.spec?.replicas, 3);
+  assert.equal(live?.spec?.template.spec?.containers[0]?.image, "nginx:1.28");
+});
+
+interface CliResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function previewCli(objects: object[], ...flags: string[]): CliResult {
+  const file = join(files, `objects-${Date.now()}.yaml`);
+  writeFileSync(file, objects.map((object) => yaml.dump(object)).join("---\n"));
+  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cli.ts"), "preview", "-f", file, ...flags], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    env: { ...process.env, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator!.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const appObject = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec });
+
+test("appstack preview -f: exit 2 and the diff for a scale change, 0 for no change, 1 for an invalid object; nothing changes", async () => {
+  await workloads.create({ kind: "App", metadata: { name: "cli", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  const before = await workloads.ready("App", namespace, "cli");
+
+  const scaled = previewCli([appObject("cli", { image: "nginx:1.27", replicas: 4 })]);
+  assert.equal(scaled.status, 2, scaled.stderr);
+  assert.match(scaled.stdout, /~ kubernetes:apps\/v1:Deployment: \(update\)/);
+  assert.match(scaled.stdout, /replicas: 1 => 4/);
+
+  const data = previewCli([appObject("cli", { image: "nginx:1.28", replicas: 1 })], "--json");
+  assert.equal(data.status, 2, data.stderr);
+  const parsed = JSON.parse(data.stdout) as { changes: boolean; objects: { new: boolean; steps: PreviewStatus["steps"]; changes: Record<string, number> }[] };
+  assert.equal(parsed.changes, true);
+  assert.equal(parsed.objects[0]?.new, false);
+  assert.deepEqual(parsed.objects[0]?.steps.find((s) => s.type === "kubernetes:apps/v1:Deployment")?.paths, ["spec.template.spec.containers[0].image"]);
+
+  // The live spec again: Pulumi has nothing to do.
+  const same = previewCli([appObject("cli", { image: "nginx:1.27", replicas: 1 })]);
+  assert.equal(same.status, 0, same.stdout + same.stderr);
+
+  const invalid = previewCli([appObject("cli", { image: "nginx:1.27", replicas: -1 })]);
+  assert.equal(invalid.status, 1);
+  assert.match(invalid.stderr, /spec\.replicas.*greater than or equal to 0/);
+
+  // None of it reached the cluster: the object, its Deployment and the stack are as they were.
+  const after = await workloads.get("App", namespace, "cli");
+  assert.equal(after.metadata.generation, before.metadata.generation);
+  const live = await deployment("cli");
+  assert.equal(live?.spec?.replicas, 1);
+  assert.equal(live?.spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+});
+
+test("appstack preview -f: a new object previews as creates without creating the object, its children or its stack", async () => {
+  const result = previewCli([appObject("unborn", { image: "nginx:1.27", port: 8080 }), { apiVersion: "appstack.dev/v1alpha1", kind: "Memcached", metadata: { name: "unborn-cache", namespace }, spec: { size: 2 } }], "--json");
+  assert.equal(result.status, 2, result.stderr);
+  const parsed = JSON.parse(result.stdout) as { objects: { kind: string; new: boolean; steps: PreviewStatus["steps"] }[] };
+  assert.deepEqual(parsed.objects.map((o) => [o.kind, o.new]), [["App", true], ["Memcached", true]]);
+  for (const object of parsed.objects) {
+    assert.deepEqual(new Set(object.steps.map((s) => s.step)), new Set(["create"]));
+    assert.ok(object.steps.some((s) => s.type === "kubernetes:apps/v1:Deployment"));
+  }
+  await assert.rejects(workloads.get("App", namespace, "unborn"), (error) => isNotFound(error));
+  await assert.rejects(workloads.get("Memcached", namespace, "unborn-cache"), (error) => isNotFound(error));
+  assert.equal(await deployment("unborn"), undefined);
+  const stacks = join(operator!.stateDir, "backend", ".pulumi", "stacks", "appstack");
+  assert.equal(existsSync(join(stacks, `${stackName("App", namespace, "unborn")}.json`)), false);
+  assert.equal(existsSync(join(stacks, `${stackName("Memcached", namespace, "unborn-cache")}.json`)), false);
+});

@@ -1,0 +1,117 @@
+// Previews without an engine: the approval gate's rules, the engine events turned into steps, and
+// the plan store's naming and clean-up.
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import type { EngineEvent } from "@pulumi/pulumi/automation/index.js";
+import type { PreviewStatus } from "../../crds/types.ts";
+import { gate, type GateInput } from "../../operator/approval.ts";
+import { previewBasis } from "../../operator/drift.ts";
+import { PlanStore } from "../../operator/plans.ts";
+import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/preview-steps.ts";
+
+const basis = previewBasis(3, { deployment: { uid: "d1", generation: 2 }, serviceUid: "s1" });
+const waiting: PreviewStatus = { planId: "aaaaaaaaaaaa", generation: 3, basis, reason: "spec changed", time: "", changes: { update: 1 }, steps: [] };
+const changed = { action: "apply", reason: "spec changed" } as const;
+const stored = (id: string) => (id === waiting.planId ? `/plans/${id}.json` : undefined);
+const input = (over: Partial<GateInput>): GateInput => ({ decision: changed, basis, preview: waiting, findPlan: stored, ...over });
+
+test("the basis of a preview changes with the generation and with either child", () => {
+  const live = { deployment: { uid: "d1", generation: 2 }, serviceUid: "s1" };
+  assert.notEqual(previewBasis(4, live), basis);
+  assert.notEqual(previewBasis(3, { ...live, deployment: { uid: "d1", generation: 3 } }), basis);
+  assert.notEqual(previewBasis(3, { ...live, serviceUid: undefined }), basis);
+  assert.equal(previewBasis(3, { ...live }), basis);
+});
+
+test("without an approval: preview once per basis, then wait; nothing to change means settled", () => {
+  assert.deepEqual(gate(input({ preview: undefined })), { action: "preview" });
+  assert.deepEqual(gate(input({})), { action: "wait" });
+  assert.deepEqual(gate(input({ preview: { ...waiting, basis: "older" } })), { action: "preview" });
+  assert.deepEqual(gate(input({ decision: { action: "none" } })), { action: "settled" });
+});
+
+test("an approval of the waiting plan for an unchanged basis applies exactly that stored plan", () => {
+  assert.deepEqual(gate(input({ approval: waiting.planId })), { action: "apply", planId: waiting.planId, planFile: `/plans/${waiting.planId}.json` });
+});
+
+test("approvals are refused when the spec changed, the id is not the waiting plan, the plan is lost, or nothing waits", () => {
+  const stale = gate(input({ approval: waiting.planId, basis: "newer" }));
+  assert.equal(stale.action, "preview");
+  assert.match("refused" in stale ? (stale.refused ?? "") : "", /changed since plan aaaaaaaaaaaa/);
+
+  const wrong = gate(input({ approval: "bbbbbbbbbbbb" }));
+  assert.equal(wrong.action, "wait", "a wrong id keeps the waiting preview");
+  assert.match("refused" in wrong ? (wrong.refused ?? "") : "", /not the waiting preview \(aaaaaaaaaaaa\)/);
+
+  const lost = gate(input({ approval: waiting.planId, findPlan: () => undefined }));
+  assert.equal(lost.action, "preview");
+  assert.match("refused" in lost ? (lost.refused ?? "") : "", /no longer stored/);
+
+  const nothing = gate(input({ approval: waiting.planId, decision: { action: "none" } }));
+  assert.equal(nothing.action, "settled");
+  assert.match("refused" in nothing ? (nothing.refused ?? "") : "", /no changes are waiting/);
+});
+
+function pre(op: string, type: string, name: string, extra: Record<string, unknown> = {}): EngineEvent {
+  const urn = `urn:pulumi:s::appstack::${type}::${name}`;
+  return { sequence: 0, timestamp: 0, resourcePreEvent: { metadata: { op, urn, type, provider: "", ...extra } } } as unknown as EngineEvent;
+}
+
+test("engine events become one step per resource: the root stack left out, replacements as one, paths sorted", () => {
+  const collector = new StepCollector();
+  for (const event of [
+    pre("same", "pulumi:pulumi:Stack", "appstack-s"),
+    pre("create", "kubernetes:core/v1:Service", "web", { detailedDiff: { spec: {} } }),
+    pre("update", "kubernetes:apps/v1:Deployment", "web", { detailedDiff: { "spec.template.spec.containers[0].image": {}, "spec.replicas": {} } }),
+    pre("create-replacement", "kubernetes:core/v1:ConfigMap", "cfg", { diffs: ["data"] }),
+    pre("replace", "kubernetes:core/v1:ConfigMap", "cfg", { diffs: ["data"] }),
+    pre("delete-replaced", "kubernetes:core/v1:ConfigMap", "cfg"),
+    { sequence: 1, timestamp: 0, stdoutEvent: { message: "", color: "" } } as EngineEvent,
+  ]) {
+    collector.onEvent(event);
+  }
+  const { steps, changes } = collector.result();
+  assert.deepEqual(steps, [
+    { type: "kubernetes:core/v1:Service", name: "web", step: "create" },
+    { type: "kubernetes:apps/v1:Deployment", name: "web", step: "update", paths: ["spec.replicas", "spec.template.spec.containers[0].image"] },
+    { type: "kubernetes:core/v1:ConfigMap", name: "cfg", step: "replace", paths: ["data"] },
+  ]);
+  assert.deepEqual(changes, { create: 1, update: 1, replace: 1 });
+  assert.equal(describeChanges(changes), "1 to create, 1 to update, 1 to replace");
+  assert.equal(describeSteps(steps), "Service web (create); Deployment web (update: spec.replicas, spec.template.spec.containers[0].image); ConfigMap cfg (replace: data)");
+});
+
+test("only steps that change something count as changes", () => {
+  assert.equal(hasChanges({ same: 4 }), false);
+  assert.equal(hasChanges({ same: 4, read: 1 }), false);
+  assert.equal(hasChanges({ same: 3, update: 1 }), true);
+  assert.equal(hasChanges({ delete: 1 }), true);
+  assert.equal(describeChanges({ same: 4 }), "no changes");
+});
+
+const plansDir = mkdtempSync(join(tmpdir(), "appstack-plans-"));
+after(() => rmSync(plansDir, { recursive: true, force: true }));
+
+test("plans are named by their content, only the newest is kept, and ids that are not digests find nothing", () => {
+  const store = new PlanStore(plansDir);
+  const first = store.draft("app.ns.web");
+  writeFileSync(first, '{"plan":1}');
+  const firstId = store.commit("app.ns.web", first);
+  assert.match(firstId, /^[0-9a-f]{12}$/);
+  assert.ok(store.find("app.ns.web", firstId));
+
+  const second = store.draft("app.ns.web");
+  writeFileSync(second, '{"plan":2}');
+  const secondId = store.commit("app.ns.web", second);
+  assert.notEqual(secondId, firstId);
+  assert.equal(store.find("app.ns.web", firstId), undefined);
+  assert.deepEqual(readdirSync(join(plansDir, "app.ns.web")), [`${secondId}.json`]);
+
+  assert.equal(store.find("app.ns.web", "../../../etc/passwd"), undefined);
+  assert.equal(store.find("app.ns.web", secondId.toUpperCase()), undefined);
+  store.discard("app.ns.web");
+  assert.equal(store.find("app.ns.web", secondId), undefined);
+});
