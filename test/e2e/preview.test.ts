@@ -121,6 +121,19 @@ test("updatePolicy Preview: a scale change is an update of spec.replicas that wa
   assert.equal(live?.spec?.template.spec?.containers[0]?.image, "nginx:1.28");
 });
 
+test("updatePolicy Preview: a Deployment deleted out of band is previewed as a create, and comes back only when approved", async () => {
+  await cluster().apps.deleteNamespacedDeployment({ name: "gated", namespace });
+  const { preview } = await previewOf("gated", ((await workloads.get("App", namespace, "gated")) as App).status?.preview?.planId);
+  assert.equal(preview.reason, "the Deployment was deleted");
+  assert.equal(step(preview, "kubernetes:apps/v1:Deployment")?.step, "create");
+  assert.equal(step(preview, "kubernetes:core/v1:Service")?.step, "same");
+  assert.equal(await deployment("gated"), undefined, "drift under Preview is not repaired without approval");
+
+  await approve("gated", preview.planId);
+  await workloads.ready("App", namespace, "gated");
+  assert.equal((await deployment("gated"))?.spec?.replicas, 3);
+});
+
 interface CliResult {
   readonly status: number | null;
   readonly stdout: string;
