@@ -12,38 +12,28 @@ export type Phase =
 
 type Desired = Pick<Condition, "type" | "status" | "reason" | "message">;
 
+/** Ready always carries the message; Reconciling and Stalled only while they are True. */
+function kstatus(reason: string, message: string, state: { ready: boolean; reconciling: boolean; stalled: boolean }): Desired[] {
+  const status = (on: boolean) => (on ? "True" : "False");
+  return [
+    { type: "Ready", status: status(state.ready), reason, message },
+    { type: "Reconciling", status: status(state.reconciling), reason, message: state.reconciling ? message : "" },
+    { type: "Stalled", status: status(state.stalled), reason, message: state.stalled ? message : "" },
+  ];
+}
+
 function desiredConditions(phase: Phase): Desired[] {
   switch (phase.kind) {
     case "ready":
-      return [
-        { type: "Ready", status: "True", reason: "Available", message: phase.message },
-        { type: "Reconciling", status: "False", reason: "Available", message: "" },
-        { type: "Stalled", status: "False", reason: "Available", message: "" },
-      ];
+      return kstatus("Available", phase.message, { ready: true, reconciling: false, stalled: false });
     case "progressing":
-      return [
-        { type: "Ready", status: "False", reason: phase.reason, message: phase.message },
-        { type: "Reconciling", status: "True", reason: phase.reason, message: phase.message },
-        { type: "Stalled", status: "False", reason: phase.reason, message: "" },
-      ];
+      return kstatus(phase.reason, phase.message, { ready: false, reconciling: true, stalled: false });
     case "stalled":
-      return [
-        { type: "Ready", status: "False", reason: phase.reason, message: phase.message },
-        { type: "Reconciling", status: "False", reason: phase.reason, message: "" },
-        { type: "Stalled", status: "True", reason: phase.reason, message: phase.message },
-      ];
+      return kstatus(phase.reason, phase.message, { ready: false, reconciling: false, stalled: true });
     case "awaiting":
-      return [
-        { type: "Ready", status: "False", reason: "AwaitingApproval", message: phase.message },
-        { type: "Reconciling", status: "False", reason: "AwaitingApproval", message: "" },
-        { type: "Stalled", status: "False", reason: "AwaitingApproval", message: "" },
-      ];
+      return kstatus("AwaitingApproval", phase.message, { ready: false, reconciling: false, stalled: false });
     case "deleting":
-      return [
-        { type: "Ready", status: "False", reason: "Deleting", message: phase.message },
-        { type: "Reconciling", status: "True", reason: "Deleting", message: phase.message },
-        { type: "Stalled", status: "False", reason: "Deleting", message: "" },
-      ];
+      return kstatus("Deleting", phase.message, { ready: false, reconciling: true, stalled: false });
   }
 }
 

@@ -12,10 +12,12 @@ import { kubeClients, type KubeClients } from "../../operator/kube.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
+import { cliTimes, previewRound, type CliTimes, type PreviewRound } from "./previews.ts";
 import { ProcessTreeSampler } from "./proctree.ts";
 
 const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
 const idleSeconds = Number(process.env["BENCH_IDLE_SECONDS"] ?? "60");
+const previewCount = Number(process.env["BENCH_PREVIEW_APPS"] ?? "10");
 
 interface Round {
   readonly n: number;
@@ -64,7 +66,8 @@ async function applyAndWait(clients: KubeClients, namespace: string, n: number):
   return { n, totalSeconds: (Math.max(...readyAt.values()) - started) / 1000, p50: percentile(perObject, 50), p95: percentile(perObject, 95) };
 }
 
-async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean): Promise<Measured> {
+/** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
+async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean, afterRounds?: () => Promise<void>): Promise<Measured> {
   const child = start();
   const sampler = new ProcessTreeSampler(child.pid!);
   sampler.start();
@@ -75,17 +78,20 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
     console.error(`${label}: ${n} Apps Ready in ${rounds.at(-1)!.totalSeconds.toFixed(1)} s`);
   }
   const pulumiProcesses = sampler.pulumiProcesses;
+  const cpu = sampler.cpuSeconds() ?? { own: 0, children: 0 };
+  const peakOwnMiB = sampler.peakRootKiB / 1024;
+  const peakTreeMiB = sampler.peakTreeKiB / 1024;
+  await afterRounds?.();
   let idlePulumiProcesses: number | undefined;
   if (withIdle) {
     sampler.resetPulumiCount();
     await sleep(idleSeconds * 1000);
     idlePulumiProcesses = sampler.pulumiProcesses;
   }
-  const cpu = sampler.cpuSeconds() ?? { own: 0, children: 0 };
   sampler.stop();
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
-  return { rounds, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB: sampler.peakRootKiB / 1024, peakTreeMiB: sampler.peakTreeKiB / 1024, pulumiProcesses, ...(idlePulumiProcesses !== undefined ? { idlePulumiProcesses } : {}) };
+  return { rounds, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, pulumiProcesses, ...(idlePulumiProcesses !== undefined ? { idlePulumiProcesses } : {}) };
 }
 
 function node(script: string, env: Record<string, string>): ChildProcess {
@@ -114,7 +120,19 @@ function table(appstack: Measured, baseline: Measured): string {
     `| peak RSS, operator process | ${f(appstack.peakOwnMiB, 0)} MiB | ${f(baseline.peakOwnMiB, 0)} MiB | ${f(appstack.peakOwnMiB / baseline.peakOwnMiB)}x |`,
     `| peak RSS, operator and everything it started | ${f(appstack.peakTreeMiB, 0)} MiB | ${f(baseline.peakTreeMiB, 0)} MiB | ${f(appstack.peakTreeMiB / baseline.peakTreeMiB)}x |`,
     `| Pulumi processes started while applying | ${appstack.pulumiProcesses} | 0 | - |`,
-    `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, 0)} Apps | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
+    `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, previewCount)} Apps (${previewCount} of them with updatePolicy Preview) | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
+  ].join("\n");
+}
+
+function previewTable(round: PreviewRound, cli: CliTimes): string {
+  const spread = (runs: number[]) => `${runs[Math.floor(runs.length / 2)]!.toFixed(1)} s (min ${runs[0]!.toFixed(1)}, max ${runs.at(-1)!.toFixed(1)})`;
+  return [
+    "| previews | figure |",
+    "|---|---|",
+    `| ${round.n} Apps with updatePolicy Preview created at once: until every one has status.preview | ${round.previewedSeconds.toFixed(1)} s |`,
+    `| the ${round.n} plans approved at once: until every App is Ready | ${round.approvedSeconds.toFixed(1)} s |`,
+    `| \`appstack preview -f\`, whole command, an App with a stack (scale change), median of ${cli.existing.length} | ${spread(cli.existing)} |`,
+    `| \`appstack preview -f\`, whole command, a new App (throwaway backend), median of ${cli.created.length} | ${spread(cli.created)} |`,
   ].join("\n");
 }
 
@@ -127,12 +145,19 @@ async function main(): Promise<void> {
     const clients = kubeClients(cluster.kubeconfig);
     await installCrds(clients);
     const env = { KUBECONFIG: cluster.kubeconfig };
-    const appstack = await measure("appstack", () => node("operator/main.ts", { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn" }), clients, true);
+    let previews: { round: PreviewRound; cli: CliTimes } | undefined;
+    const measurePreviews = async () => {
+      const round = await previewRound(clients, "bench-appstack-preview", previewCount);
+      console.error(`appstack: ${previewCount} previews in ${round.previewedSeconds.toFixed(1)} s, approved to Ready in ${round.approvedSeconds.toFixed(1)} s`);
+      previews = { round, cli: cliTimes(cluster.kubeconfig, stateDir, "bench", { namespace: `bench-appstack-${sizes[0]}`, name: "app-0" }) };
+    };
+    const appstack = await measure("appstack", () => node("operator/main.ts", { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn" }), clients, true, measurePreviews);
     // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
     // gone before their namespaces can go, so they stay until the end.
     const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
     console.log(table(appstack, baseline));
+    if (previews) console.log(`\n${previewTable(previews.round, previews.cli)}`);
     await deleteNamespaces(clients, "baseline");
   } finally {
     await cluster.stop();
