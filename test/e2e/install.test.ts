@@ -28,11 +28,12 @@ test("the install component creates CRDs that the API server serves and validate
 
   const api = loadKubeConfig(kubeconfig).makeApiClient(ApiextensionsV1Api);
   const crd = await api.readCustomResourceDefinition({ name: "apps.appstack.dev" });
-  assert.equal(crd.spec.versions[0]?.additionalPrinterColumns?.length, 5);
+  assert.deepEqual(crd.spec.versions[0]?.additionalPrinterColumns?.map((c) => c.name), ["Image", "Desired", "Ready", "Status", "Plan", "Age"]);
   const workloads = new Workloads(kubeconfig);
   const created = await eventually("Apps to be served", async () => workloads.create({ kind: "App", metadata: { name: "probe", namespace: "default" }, spec: { image: "nginx" } }));
   // Defaults from the schema came through Pulumi too.
   assert.equal((created.spec as { replicas?: number }).replicas, 1);
+  assert.equal((created.spec as { updatePolicy?: string }).updatePolicy, "Auto");
   await assert.rejects(workloads.create({ kind: "App", metadata: { name: "bad", namespace: "default" }, spec: { image: "nginx", replicas: -1 } }), /replicas/);
   await workloads.delete("App", "default", "probe");
 
