@@ -1,11 +1,12 @@
 // The reconciler: one object at a time, make the cluster match the spec through Pulumi when
 // something changed, and report what the live children say either way.
 import type { V1Deployment } from "@kubernetes/client-node";
-import { hasService, podSelector } from "../components/manifests.ts";
+import { podSelector } from "../components/manifests.ts";
 import { selectorString } from "../components/metadata.ts";
 import { approveAnnotation, type MemcachedStatus, type PreviewStatus, type StackOperation, type StackStatus, type Workload } from "../crds/types.ts";
 import { approvalOf, consumeApproval, gate } from "./approval.ts";
-import { decide, decodeApplied, encodeApplied, previewBasis, programVersion, type Decision, type LiveChildren } from "./drift.ts";
+import { Children } from "./children.ts";
+import { decide, decodeApplied, previewBasis, type Decision } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { isNotFound, parseKey, type KubeClients } from "./kube.ts";
@@ -63,7 +64,11 @@ export class Reconciler {
   /** The last status written per object: fresher than the watch cache right after a write. */
   private readonly written = new Map<string, MemcachedStatus>();
 
-  constructor(private readonly deps: ReconcilerDeps) {}
+  private readonly children: Children;
+
+  constructor(private readonly deps: ReconcilerDeps) {
+    this.children = new Children(deps.clients, deps.watcher);
+  }
 
   async reconcile(key: string): Promise<HandlerResult> {
     const { kind, namespace, name } = parseKey(key);
@@ -80,8 +85,8 @@ export class Reconciler {
     if (object.metadata.deletionTimestamp) return this.finalize(object, stack, key, log);
     if (!hasFinalizer(object)) object.metadata = (await addFinalizer(this.deps.clients, object)).metadata;
 
-    const deployment = await this.liveDeployment(object);
-    const decision = decide(object.metadata.generation ?? 0, decodeApplied(object.status?.stack?.appliedFingerprint), this.liveChildren(object, deployment));
+    const deployment = await this.children.deployment(object);
+    const decision = decide(object.metadata.generation ?? 0, decodeApplied(object.status?.stack?.appliedFingerprint), this.children.identities(object, deployment));
     if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, deployment, log);
     if (decision.action === "none") {
       await this.report(object, deployment, rolloutPhase(object, deployment), object.status?.stack ?? { name: stack }, true);
@@ -124,22 +129,10 @@ export class Reconciler {
     } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
     else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${changes}`);
     // Read back from the API server, not the cache: the record must name what `up` just made.
-    const deployment = await this.readDeployment(object);
-    const appliedFingerprint = await this.fingerprint(object, deployment);
+    const deployment = await this.children.readDeployment(object);
+    const appliedFingerprint = await this.children.applied(object, deployment);
     await this.report(object, deployment, rolloutPhase(object, deployment), { name: stack, lastOperation: operation, appliedFingerprint, attempts: 0 }, true);
     return undefined;
-  }
-
-  private async fingerprint(object: Workload, deployment: V1Deployment | undefined): Promise<string | undefined> {
-    if (!deployment?.metadata?.uid) return undefined;
-    const serviceUid = hasService(object) ? await this.readServiceUid(object) : "";
-    return encodeApplied({
-      programVersion,
-      generation: object.metadata.generation ?? 0,
-      deploymentUid: deployment.metadata.uid,
-      deploymentGeneration: deployment.metadata.generation ?? 0,
-      serviceUid: serviceUid ?? "",
-    });
   }
 
   /** Stalled with the engine's message, a Warning Event, and when the next attempt comes. */
@@ -163,7 +156,7 @@ export class Reconciler {
   /** updatePolicy Preview: nothing runs `up` unless a person approved the plan a preview saved. */
   private async gated(object: Workload, stack: string, key: string, decision: Decision, deployment: V1Deployment | undefined, log: Logger): Promise<HandlerResult> {
     const approval = approvalOf(object);
-    const basis = previewBasis(object.metadata.generation ?? 0, this.liveChildren(object, deployment));
+    const basis = previewBasis(object.metadata.generation ?? 0, this.children.identities(object, deployment));
     const next = gate({ decision, basis, preview: object.status?.preview, approval, findPlan: (id) => this.deps.plans.find(stack, id) });
     if (approval !== undefined && next.action !== "apply") await this.refuse(object, approval, next.refused, log);
     if (next.action === "apply" && decision.action !== "none") return this.apply(object, stack, key, decision, log, next);
@@ -177,8 +170,8 @@ export class Reconciler {
   /** Runs a preview that saves its plan, and writes it to status for a person to approve. */
   private async preview(object: Workload, stack: string, key: string, decision: Pending, log: Logger): Promise<HandlerResult> {
     const previous: StackStatus = object.status?.stack ?? { name: stack };
-    const deployment = await this.liveDeployment(object);
-    const basis = previewBasis(object.metadata.generation ?? 0, this.liveChildren(object, deployment));
+    const deployment = await this.children.deployment(object);
+    const basis = previewBasis(object.metadata.generation ?? 0, this.children.identities(object, deployment));
     const draft = this.deps.plans.draft(stack);
     log.info("pulumi preview", { reason: decision.reason, refresh: decision.action === "repair" });
     const started = Date.now();
@@ -195,7 +188,7 @@ export class Reconciler {
     if (!hasChanges(planned.changes)) {
       // Nothing Pulumi manages would change (only updatePolicy did, say): record it as applied.
       this.deps.plans.discard(stack);
-      const appliedFingerprint = (await this.fingerprint(object, deployment)) ?? previous.appliedFingerprint;
+      const appliedFingerprint = (await this.children.applied(object, deployment)) ?? previous.appliedFingerprint;
       await this.report(object, deployment, rolloutPhase(object, deployment), { ...stackStatus, ...(appliedFingerprint ? { appliedFingerprint } : {}) }, true);
       return undefined;
     }
@@ -252,37 +245,6 @@ export class Reconciler {
     } catch (error) {
       // The object was deleted under us: nothing left to report on.
       if (!isNotFound(error)) throw error;
-    }
-  }
-
-  private liveChildren(object: Workload, deployment: V1Deployment | undefined): LiveChildren {
-    const uid = deployment?.metadata?.uid;
-    return {
-      deployment: uid ? { uid, generation: deployment.metadata?.generation ?? 0 } : undefined,
-      serviceUid: this.deps.watcher.service(object.metadata.namespace, object.metadata.name)?.metadata?.uid,
-    };
-  }
-
-  /** The cache may not have a Deployment that was created a moment ago: ask the API server. */
-  private async liveDeployment(object: Workload): Promise<V1Deployment | undefined> {
-    return this.deps.watcher.deployment(object.metadata.namespace, object.metadata.name) ?? this.readDeployment(object);
-  }
-
-  private async readDeployment(object: Workload): Promise<V1Deployment | undefined> {
-    try {
-      return await this.deps.clients.apps.readNamespacedDeployment({ name: object.metadata.name, namespace: object.metadata.namespace });
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-  }
-
-  private async readServiceUid(object: Workload): Promise<string | undefined> {
-    try {
-      return (await this.deps.clients.core.readNamespacedService({ name: object.metadata.name, namespace: object.metadata.namespace })).metadata?.uid;
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
     }
   }
 

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { isNotFound, useCluster } from "../helpers/cluster.ts";
+import { approveAnnotation } from "../../crds/types.ts";
+import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -69,5 +70,43 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   await workloads.gone("App", "default", "crashy");
   await assert.rejects(apps.readNamespacedDeployment({ name: "crashy", namespace: "default" }), isNotFound);
   assert.ok(!existsSync(join(stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.crashy.json")));
+  assert.deepEqual(lockFiles(stateDir), []);
+});
+
+test("killed mid-up of an approved plan, a restarted operator finishes it or asks again, and never goes past approval", async () => {
+  const { cluster: local, apps } = cluster();
+  const workloads = new Workloads(local.kubeconfig);
+  await disposeOperator(operator);
+  operator = await startOperatorProcess(local.kubeconfig);
+  const stateDir = operator.stateDir;
+  const name = "gated-crash";
+  await workloads.create({ kind: "App", metadata: { name, namespace: "default" }, spec: { image: "nginx:1.27", replicas: 2, port: 80, updatePolicy: "Preview" } });
+  const approve = (planId: string) => workloads.merge("App", "default", name, { metadata: { annotations: { [approveAnnotation]: planId } } });
+  const waiting = async (except?: string) =>
+    eventually("a preview waiting for approval", async () => {
+      const app = await workloads.get("App", "default", name);
+      const planId = app.status?.preview?.planId;
+      return planId && planId !== except && app.status?.observedGeneration === app.metadata.generation ? planId : undefined;
+    });
+
+  const first = await waiting();
+  await approve(first);
+  await crashDuringOperation(operator);
+  operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+
+  // Either the same plan still fits (nothing was made) and applies, or the killed update made
+  // part of it and the rest is previewed afresh; a fresh plan applies only once approved.
+  const settled = await eventually("Ready, or a fresh plan waiting", async () => {
+    const app = await workloads.get("App", "default", name);
+    const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    const fresh = app.status?.preview?.planId;
+    if (ready && app.status?.observedGeneration === app.metadata.generation) return { ready: true as const };
+    return fresh && fresh !== first && !app.metadata.annotations?.[approveAnnotation] ? { ready: false as const, fresh } : undefined;
+  }, 120_000);
+  if (!settled.ready) await approve(settled.fresh);
+  const ready = await workloads.ready("App", "default", name);
+  assert.equal(ready.status?.preview, undefined);
+  assert.equal(ready.metadata.annotations?.[approveAnnotation], undefined);
+  assert.equal((await apps.readNamespacedDeployment({ name, namespace: "default" })).status?.readyReplicas, 2);
   assert.deepEqual(lockFiles(stateDir), []);
 });
