@@ -73,7 +73,7 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   assert.deepEqual(lockFiles(stateDir), []);
 });
 
-test("killed mid-up of an approved plan, a restarted operator finishes it or asks again, and never goes past approval", async () => {
+test("killed mid-up of an approved plan, a restarted operator finishes it or asks again, and never goes past approval", async (t) => {
   const { cluster: local, apps } = cluster();
   const workloads = new Workloads(local.kubeconfig);
   await disposeOperator(operator);
@@ -103,6 +103,7 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
     if (ready && app.status?.observedGeneration === app.metadata.generation) return { ready: true as const };
     return fresh && fresh !== first && !app.metadata.annotations?.[approveAnnotation] ? { ready: false as const, fresh } : undefined;
   }, 120_000);
+  t.diagnostic(settled.ready ? "after the restart the approved plan still fitted and applied" : "after the restart a fresh plan was previewed and approved");
   if (!settled.ready) await approve(settled.fresh);
   const ready = await workloads.ready("App", "default", name);
   assert.equal(ready.status?.preview, undefined);
