@@ -35,9 +35,7 @@ export interface ReconcilerDeps {
   readonly backoff: (key: string) => Backoff;
 }
 
-const pastTense: Record<string, string> = { create: "created", update: "updated", delete: "deleted", replace: "replaced" };
-
-/** An approved plan, and the annotation that approved it. */
+/** An approved plan: its id (the annotation's value) and where it is stored. */
 interface Approved {
   readonly planId: string;
   readonly planFile: string;
@@ -45,12 +43,6 @@ interface Approved {
 
 type Pending = Exclude<Decision, { action: "none" }>;
 
-function summarize(changes: Record<string, number> | undefined): string {
-  const parts = Object.entries(changes ?? {})
-    .filter(([step, n]) => step !== "same" && n > 0)
-    .map(([step, n]) => `${n} ${pastTense[step] ?? step}`);
-  return parts.length ? parts.join(", ") : "no changes";
-}
 
 function approveCommand(object: Workload, planId: string): string {
   return `kubectl annotate ${object.kind.toLowerCase()} ${object.metadata.name} -n ${object.metadata.namespace} ${approveAnnotation}=${planId}`;
@@ -121,18 +113,23 @@ export class Reconciler {
       throw error;
     }
     log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
-    const changes = summarize(operation.resourceChanges);
+    await this.applied(object, stack, decision, operation, approved);
+    // Read back from the API server, not the cache: the record must name what `up` just made.
+    const deployment = await this.children.readDeployment(object);
+    const appliedFingerprint = await this.children.applied(object, deployment);
+    await this.report(object, deployment, rolloutPhase(object, deployment), { name: stack, lastOperation: operation, appliedFingerprint, attempts: 0 }, true);
+    return undefined;
+  }
+
+  /** Says what a successful `up` did; an approval it carried out is used up. */
+  private async applied(object: Workload, stack: string, decision: Pending, operation: StackOperation, approved?: Approved): Promise<void> {
+    const changes = describeChanges(operation.resourceChanges ?? {}, "done");
     if (approved) {
       await consumeApproval(this.deps.clients, object, approved.planId);
       this.deps.plans.discard(stack);
       this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
     } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
     else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${changes}`);
-    // Read back from the API server, not the cache: the record must name what `up` just made.
-    const deployment = await this.children.readDeployment(object);
-    const appliedFingerprint = await this.children.applied(object, deployment);
-    await this.report(object, deployment, rolloutPhase(object, deployment), { name: stack, lastOperation: operation, appliedFingerprint, attempts: 0 }, true);
-    return undefined;
   }
 
   /** Stalled with the engine's message, a Warning Event, and when the next attempt comes. */
@@ -215,7 +212,7 @@ export class Reconciler {
     try {
       const operation = await this.deps.driver.destroy(stack);
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
-      this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${summarize(operation.resourceChanges)}; stack removed` : "no stack to destroy");
+      this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges ?? {}, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {
       if (error instanceof StackBusy) return { requeueAfterMs: busyRetryMs };
       const message = error instanceof Error ? error.message : String(error);

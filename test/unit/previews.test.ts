@@ -90,6 +90,7 @@ test("only steps that change something count as changes", () => {
   assert.equal(hasChanges({ same: 3, update: 1 }), true);
   assert.equal(hasChanges({ delete: 1 }), true);
   assert.equal(describeChanges({ same: 4 }), "no changes");
+  assert.equal(describeChanges({ same: 1, create: 2, update: 1 }, "done"), "2 created, 1 updated");
 });
 
 const plansDir = mkdtempSync(join(tmpdir(), "appstack-plans-"));
