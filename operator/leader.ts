@@ -22,6 +22,8 @@ export type LeadershipState = "unknown" | "leading" | "following";
 export class LeaderElector {
   private readonly api: CoordinationV1Api;
   private stopped = false;
+  /** The renewal under way, which a release must wait for: it could write the lease back. */
+  private renewing: Promise<boolean> | undefined;
   state: LeadershipState = "unknown";
   /** Who holds the lease, as last seen. */
   holder: string | undefined;
@@ -55,7 +57,8 @@ export class LeaderElector {
     while (!this.stopped) {
       await sleep(this.settings.retryPeriodMs);
       if (this.stopped) return;
-      if (await this.tryAcquireOrRenew().catch(() => false)) {
+      this.renewing = this.tryAcquireOrRenew().catch(() => false);
+      if (await this.renewing) {
         lastRenew = Date.now();
         continue;
       }
@@ -71,15 +74,22 @@ export class LeaderElector {
   /** Hands the lease over at once (on graceful shutdown), so a standby need not wait it out. */
   async release(): Promise<void> {
     this.stopped = true;
+    await this.renewing;
     if (this.state !== "leading") return;
-    try {
-      const lease = await this.api.readNamespacedLease({ name: this.settings.name, namespace: this.settings.namespace });
-      if (lease.spec?.holderIdentity !== this.settings.identity) return;
-      lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: new V1MicroTime() };
-      await this.api.replaceNamespacedLease({ name: this.settings.name, namespace: this.settings.namespace, body: lease });
-      this.log.info("released the lease");
-    } catch (error) {
-      this.log.warn("could not release the lease; it expires by itself", { error: String(error) });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const lease = await this.api.readNamespacedLease({ name: this.settings.name, namespace: this.settings.namespace });
+        if (lease.spec?.holderIdentity !== this.settings.identity) break;
+        lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: new V1MicroTime() };
+        await this.api.replaceNamespacedLease({ name: this.settings.name, namespace: this.settings.namespace, body: lease });
+        this.log.info("released the lease");
+        break;
+      } catch (error) {
+        // A conflict means someone wrote the lease between our read and write: read it again.
+        if (isConflict(error) && attempt < 3) continue;
+        this.log.warn("could not release the lease; it expires by itself", { error: String(error) });
+        break;
+      }
     }
     this.state = "following";
   }
@@ -100,6 +110,20 @@ export class LeaderElector {
     };
   }
 
+  /** The first candidate creates the lease; a conflict means another was first. */
+  private async createLease(): Promise<boolean> {
+    const { name, namespace } = this.settings;
+    if (this.stopped) return false;
+    try {
+      await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec() } });
+      this.holder = this.settings.identity;
+      return true;
+    } catch (error) {
+      if (isConflict(error)) return false;
+      throw error;
+    }
+  }
+
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { name, namespace } = this.settings;
     let lease: V1Lease;
@@ -107,19 +131,14 @@ export class LeaderElector {
       lease = await this.api.readNamespacedLease({ name, namespace });
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      try {
-        await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec() } });
-        this.holder = this.settings.identity;
-        return true;
-      } catch (createError) {
-        if (isConflict(createError)) return false;
-        throw createError;
-      }
+      return this.createLease();
     }
     this.holder = lease.spec?.holderIdentity ?? undefined;
     const renewedAt = lease.spec?.renewTime ? new Date(lease.spec.renewTime).getTime() : 0;
     const expired = renewedAt + (lease.spec?.leaseDurationSeconds ?? 0) * 1000 < Date.now();
     if (this.holder && this.holder !== this.settings.identity && !expired) return false;
+    // Stopped while reading: a write now would take back a lease that was just released.
+    if (this.stopped) return false;
     try {
       // resourceVersion in the body makes this a compare-and-swap: one winner when two race.
       await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: this.spec(lease) } });

@@ -8,21 +8,31 @@ import { isOurs, logTail, type ComponentProcess } from "./process.ts";
 
 const startTimeoutMs = 120_000;
 
-async function waitUntil(what: string, component: ComponentProcess, marker: string, check: () => Promise<boolean>): Promise<void> {
+/** `explain` says, on a timeout, what the component itself reports as not ready. */
+async function waitUntil(what: string, component: ComponentProcess, marker: string, check: () => Promise<boolean>, explain?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (!isOurs(component.pid, marker)) throw new Error(`${component.name} exited while waiting for ${what}:\n${logTail(component)}`);
     if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${startTimeoutMs / 1000} s waiting for ${what}:\n${logTail(component)}`);
+    if (Date.now() > deadline) {
+      const reported = explain ? await explain().catch((error: unknown) => `(no answer: ${String(error)})`) : "";
+      throw new Error(`timed out after ${startTimeoutMs / 1000} s waiting for ${what}:\n${reported ? `${reported}\n` : ""}${logTail(component)}`);
+    }
     await sleep(200);
   }
 }
 
 function statusOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<number> {
+  return responseOf(get, url, options).then((response) => response.status);
+}
+
+function responseOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = get(url, { ...options, timeout: 2_000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
     });
     req.on("timeout", () => req.destroy(new Error("timeout")));
     req.on("error", reject);
@@ -45,7 +55,9 @@ export async function waitForApiServer(apiserver: ComponentProcess, kubeconfig: 
   const options: RequestOptions = {};
   await kc.applyToHTTPSOptions(options);
   const url = `${kc.getCurrentCluster()?.server}/readyz`;
-  await waitUntil("kube-apiserver /readyz", apiserver, marker, async () => (await statusOf(httpsGet, url, options)) === 200);
+  // The checks that fail, as /readyz?verbose lists them ("[-]poststarthook/... failed").
+  const failing = async () => (await responseOf(httpsGet, `${url}?verbose`, options)).body.split("\n").filter((line) => line.startsWith("[-]")).join("\n");
+  await waitUntil("kube-apiserver /readyz", apiserver, marker, async () => (await statusOf(httpsGet, url, options)) === 200, failing);
 }
 
 /** Nodes that kwok manages (by annotation), with room for the pods of a benchmark run. */
