@@ -58,8 +58,8 @@ export function hasChanges(changes: StepCounts): boolean {
 const pastTense: Record<string, string> = { create: "created", update: "updated", delete: "deleted", replace: "replaced" };
 
 /** "1 to create, 2 to update" for a plan, "1 created, 2 updated" for an operation done; or "no changes". */
-export function describeChanges(changes: StepCounts, tense: "planned" | "done" = "planned"): string {
-  const parts = Object.entries(changes)
+export function describeChanges(changes: StepCounts | undefined, tense: "planned" | "done" = "planned"): string {
+  const parts = Object.entries(changes ?? {})
     .filter(([step, count]) => !unchangedSteps.has(step) && count > 0)
     .map(([step, count]) => (tense === "planned" ? `${count} to ${step}` : `${count} ${pastTense[step] ?? step}`));
   return parts.length ? parts.join(", ") : "no changes";

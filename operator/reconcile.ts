@@ -43,7 +43,6 @@ interface Approved {
 
 type Pending = Exclude<Decision, { action: "none" }>;
 
-
 function approveCommand(object: Workload, planId: string): string {
   return `kubectl annotate ${object.kind.toLowerCase()} ${object.metadata.name} -n ${object.metadata.namespace} ${approveAnnotation}=${planId}`;
 }
@@ -123,7 +122,7 @@ export class Reconciler {
 
   /** Says what a successful `up` did; an approval it carried out is used up. */
   private async applied(object: Workload, stack: string, decision: Pending, operation: StackOperation, approved?: Approved): Promise<void> {
-    const changes = describeChanges(operation.resourceChanges ?? {}, "done");
+    const changes = describeChanges(operation.resourceChanges, "done");
     if (approved) {
       await consumeApproval(this.deps.clients, object, approved.planId);
       this.deps.plans.discard(stack);
@@ -212,7 +211,7 @@ export class Reconciler {
     try {
       const operation = await this.deps.driver.destroy(stack);
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
-      this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges ?? {}, "done")}; stack removed` : "no stack to destroy");
+      this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {
       if (error instanceof StackBusy) return { requeueAfterMs: busyRetryMs };
       const message = error instanceof Error ? error.message : String(error);

@@ -167,7 +167,7 @@ export class StackDriver {
    */
   async up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
     const stack = await this.select(name, program);
-    const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
+    const onOutput = this.engineOutput(name);
     return this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
@@ -185,7 +185,7 @@ export class StackDriver {
   async preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void }): Promise<PlannedChanges & { operation: StackOperation }> {
     const stack = await this.select(name, program);
     const collector = new StepCollector();
-    const onOutput = options.onOutput ?? ((out: string) => this.log.debug(out.trimEnd(), { stack: name }));
+    const onOutput = options.onOutput ?? this.engineOutput(name);
     try {
       const operation = await this.run("preview", async () => {
         const result = await stack.preview({ onOutput, onEvent: collector.onEvent, diff: true, refresh: options.refresh, ...(options.plan ? { plan: options.plan } : {}) });
@@ -209,7 +209,7 @@ export class StackDriver {
       breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
       return undefined;
     }
-    const onOutput = (out: string) => this.log.debug(out.trimEnd(), { stack: name });
+    const onOutput = this.engineOutput(name);
     const result = await this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
@@ -238,6 +238,11 @@ export class StackDriver {
       if (!(error instanceof StackNotFoundError)) throw error;
     });
     this.forgetSelection(name);
+  }
+
+  /** The engine's own output, kept at debug level under the stack's name. */
+  private engineOutput(name: string): (out: string) => void {
+    return (out) => this.log.debug(out.trimEnd(), { stack: name });
   }
 
   private forgetSelection(name: string): void {
