@@ -4,17 +4,8 @@ import type { V1Deployment } from "@kubernetes/client-node";
 import { hasService } from "../components/manifests.ts";
 import type { Workload } from "../crds/types.ts";
 import { encodeApplied, programVersion, type LiveChildren } from "./drift.ts";
-import { isNotFound, type KubeClients } from "./kube.ts";
+import { orUndefined, type KubeClients } from "./kube.ts";
 import type { Watcher } from "./watch.ts";
-
-async function orUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
-}
 
 export class Children {
   constructor(

@@ -48,6 +48,12 @@ export type JsonPatch = ({ op: "add" | "replace" | "test"; path: string; value: 
 
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
+/** The object as the API server has it now (not a cache), or undefined when it does not exist. */
+export async function readWorkload(clients: KubeClients, key: ObjectKey): Promise<Workload | undefined> {
+  const found: unknown = await orUndefined(() => clients.custom.getNamespacedCustomObject({ group, version, plural: plurals[key.kind], namespace: key.namespace, name: key.name }));
+  return found as Workload | undefined;
+}
+
 export async function patchWorkload(clients: KubeClients, key: ObjectKey, patch: JsonPatch, subresource?: "status"): Promise<Workload> {
   const target = { group, version, plural: plurals[key.kind], namespace: key.namespace, name: key.name, body: patch };
   const result: unknown = subresource === "status"
@@ -58,6 +64,16 @@ export async function patchWorkload(clients: KubeClients, key: ObjectKey, patch:
 
 export function isNotFound(error: unknown): boolean {
   return typeof error === "object" && error !== null && (error as { code?: number }).code === 404;
+}
+
+/** What `read` returns, or undefined when the API server answers 404. */
+export async function orUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
 }
 
 export function isConflict(error: unknown): boolean {

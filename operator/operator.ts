@@ -32,18 +32,23 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
     log,
     metrics?.operationObserver,
   );
-  // The queue calls the reconciler only after the watches start, when every part exists.
+  // The queue runs keys only once every cache is synced (a key run earlier would find its object
+  // missing from a cache still listing and take it for deleted), and every part exists.
   const handle = (key: string) => (metrics ? metrics.reconcile(key, () => reconciler.reconcile(key)) : reconciler.reconcile(key));
   const queue: WorkQueue = new WorkQueue(handle, {
     concurrency: config.concurrency,
     baseDelayMs: config.baseRetryMs,
     maxDelayMs: config.maxRetryMs,
+    paused: true,
   });
   const watcher = new Watcher(clients, config.namespaces, (key) => queue.add(key), log);
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"));
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
+  // Leading from here: whatever a killed predecessor left locked is stale.
+  driver.breakStaleLocks();
   await watcher.start();
+  queue.start();
   log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl });
   return {
     clients,

@@ -9,7 +9,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { apiVersion, group, plurals, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../crds/types.ts";
 import { readManifests } from "./apply.ts";
 import { loadConfig, type OperatorConfig } from "./config.ts";
-import { briefError, isNotFound, kubeClients, type KubeClients } from "./kube.ts";
+import { briefError, keyOf, kubeClients, readWorkload, type KubeClients } from "./kube.ts";
 import { createLogger } from "./log.ts";
 import { hasChanges } from "./preview-steps.ts";
 import { programFor } from "./programs.ts";
@@ -64,13 +64,7 @@ function workloadsIn(files: readonly string[], defaultNamespace: string): Worklo
  */
 async function dryRun(clients: KubeClients, object: Workload): Promise<Workload> {
   const target = { group, version, plural: plurals[object.kind], namespace: object.metadata.namespace };
-  let live: Workload | undefined;
-  try {
-    const found: unknown = await clients.custom.getNamespacedCustomObject({ ...target, name: object.metadata.name });
-    live = found as Workload;
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
+  const live = await readWorkload(clients, keyOf(object));
   const body = live ? { ...live, spec: object.spec } : object;
   const result: unknown = live
     ? await clients.custom.replaceNamespacedCustomObject({ ...target, name: object.metadata.name, body, dryRun: "All" })

@@ -18,6 +18,8 @@ export interface QueueOptions {
   readonly baseDelayMs: number;
   readonly maxDelayMs: number;
   readonly clock?: Clock;
+  /** Collect keys but run none until `start()`: the caches the handler reads are not synced yet. */
+  readonly paused?: boolean;
 }
 
 export interface Backoff {
@@ -41,12 +43,20 @@ export class WorkQueue {
   private readonly timers = new Map<string, unknown>();
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
+  private paused: boolean;
 
   constructor(
     private readonly handler: Handler,
     private readonly options: QueueOptions,
   ) {
     this.clock = options.clock ?? systemClock;
+    this.paused = options.paused ?? false;
+  }
+
+  /** Starts running the keys collected while paused. */
+  start(): void {
+    this.paused = false;
+    this.pump();
   }
 
   get depth(): number {
@@ -107,7 +117,7 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.stopped && this.running.size < this.options.concurrency && this.ready.length > 0) {
+    while (!this.stopped && !this.paused && this.running.size < this.options.concurrency && this.ready.length > 0) {
       const key = this.ready.shift()!;
       this.queued.delete(key);
       this.running.add(key);

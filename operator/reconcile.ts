@@ -9,7 +9,7 @@ import { Children } from "./children.ts";
 import { decide, decodeApplied, previewBasis, type Decision } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
-import { isNotFound, parseKey, type KubeClients } from "./kube.ts";
+import { isNotFound, parseKey, readWorkload, type KubeClients } from "./kube.ts";
 import type { Logger } from "./log.ts";
 import type { PlanStore } from "./plans.ts";
 import { describeChanges, describeSteps, hasChanges } from "./preview-steps.ts";
@@ -62,13 +62,18 @@ export class Reconciler {
   }
 
   async reconcile(key: string): Promise<HandlerResult> {
-    const { kind, namespace, name } = parseKey(key);
+    const objectKey = parseKey(key);
+    const { kind, namespace, name } = objectKey;
     const stack = stackName(kind, namespace, name);
     const cached = this.deps.watcher.workload(kind, namespace, name);
     if (!cached) {
       // Gone without our finalizer running (removed by hand): the children go with their
-      // ownerReferences; the stack state must not linger in the backend.
-      if (await this.deps.driver.exists(stack)) await this.deps.driver.forget(stack);
+      // ownerReferences; the stack state must not linger in the backend. Forgetting is for good,
+      // so the cache's word is checked with the API server first.
+      if (!(await this.deps.driver.exists(stack))) return;
+      if (await readWorkload(this.deps.clients, objectKey)) return { requeueAfterMs: busyRetryMs };
+      this.deps.log.warn("object deleted without its finalizer; removing its stack state", { object: key, stack });
+      await this.deps.driver.forget(stack);
       return;
     }
     const object = { ...cached, status: this.written.get(cached.metadata.uid) ?? cached.status } as Workload;

@@ -3,7 +3,7 @@
 // operations, one at a time per stack, so a lock not held by a live process on this host is stale.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { basename, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "./log.ts";
 
@@ -22,42 +22,63 @@ function processAlive(pid: number): boolean {
   }
 }
 
-function lockFolders(root: string, stack: string): string[] {
+/** Every folder holding lock files, up to <org>/<project>/<stack>. */
+function lockFolders(root: string): string[] {
   if (!existsSync(root)) return [];
   const found: string[] = [];
   const walk = (dir: string, depth: number) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      const path = join(dir, entry.name);
-      if (entry.name === stack) found.push(path);
-      else if (depth < 3) walk(path, depth + 1);
-    }
+    const entries = readdirSync(dir, { withFileTypes: true });
+    if (entries.some((entry) => entry.isFile())) found.push(dir);
+    for (const entry of entries) if (entry.isDirectory() && depth < 3) walk(join(dir, entry.name), depth + 1);
   };
   walk(root, 0);
   return found;
 }
 
-/** Removes the stale locks of `stack`; true when there was one and no live holder remains. */
-export function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger): boolean {
-  if (!backendUrl.startsWith("file://")) return false;
-  const locksRoot = join(fileURLToPath(backendUrl), ".pulumi", "locks");
+/** Folders of `project`'s stack locks, all or `stack`'s: <org>/<project>/<stack>, or <stack> in older backends. */
+function projectLockFolders(backendUrl: string, project: string, stack?: string): string[] {
+  if (!backendUrl.startsWith("file://")) return [];
+  const root = join(fileURLToPath(backendUrl), ".pulumi", "locks");
+  return lockFolders(root).filter((folder) => {
+    const path = relative(root, folder).split(sep);
+    const name = path.at(-1);
+    const scoped = path.length === 3 && path[1] === project;
+    return (stack === undefined || name === stack) && (scoped || (path.length === 1 && stack !== undefined));
+  });
+}
+
+/** Removes a folder's locks unless a live process holds one; true when it removed any. */
+function breakLocksIn(folder: string, log: Logger): boolean {
   let removed = false;
-  // Project-scoped backends nest locks as <org>/<project>/<stack>; older ones as <stack>.
-  for (const folder of lockFolders(locksRoot, stack).filter((f) => f.includes(`/${project}/`) || f === join(locksRoot, stack))) {
-    for (const file of readdirSync(folder)) {
-      const path = join(folder, file);
-      let lock: LockInfo = {};
-      try {
-        lock = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-      } catch {
-        // An unreadable lock is as stale as one whose owner is gone.
-      }
-      const live = lock.hostname === hostname() && lock.pid !== undefined && processAlive(lock.pid);
-      if (live) return false;
-      log.warn("breaking a stale stack lock", { stack, holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
-      rmSync(path, { force: true });
-      removed = true;
+  for (const file of readdirSync(folder)) {
+    const path = join(folder, file);
+    let lock: LockInfo = {};
+    try {
+      lock = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+    } catch {
+      // An unreadable lock is as stale as one whose owner is gone.
     }
+    const live = lock.hostname === hostname() && lock.pid !== undefined && processAlive(lock.pid);
+    if (live) return false;
+    if (!file.endsWith(".attrs")) log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
+    rmSync(path, { force: true });
+    removed = true;
   }
   return removed;
+}
+
+/** Removes the stale locks of `stack`; true when there was one and no live holder remains. */
+export function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger): boolean {
+  let removed = false;
+  for (const folder of projectLockFolders(backendUrl, project, stack)) removed = breakLocksIn(folder, log) || removed;
+  return removed;
+}
+
+/**
+ * Removes the stale locks of every stack of `project`: run when this operator starts to lead, so
+ * that a predecessor killed mid-operation leaves no lock behind, even on a stack that needs no
+ * further operation.
+ */
+export function breakAllStaleLocks(backendUrl: string, project: string, log: Logger): number {
+  return projectLockFolders(backendUrl, project).filter((folder) => breakLocksIn(folder, log)).length;
 }

@@ -17,7 +17,7 @@ import type { StackOperation } from "../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "./log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
-import { breakStaleLocks } from "./stack-locks.ts";
+import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";
 
 export const projectName = "appstack";
 
@@ -219,6 +219,11 @@ export class StackDriver {
     await stack.workspace.removeStack(name);
     this.forgetSelection(name);
     return result;
+  }
+
+  /** Breaks the locks a killed predecessor left on any stack; how many stacks had one. */
+  breakStaleLocks(): number {
+    return breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
   }
 
   /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */

@@ -22,6 +22,8 @@ export class Watcher {
   private readonly deployments: Cached<V1Deployment>[] = [];
   private readonly pods: Cached<V1Pod>[] = [];
   private readonly services: Cached<V1Service>[] = [];
+  /** One per informer: resolves at its first successful list. */
+  private readonly listed: Promise<void>[] = [];
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   private stopped = false;
@@ -58,7 +60,7 @@ export class Watcher {
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), list);
+    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), this.tracked(list));
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
@@ -73,7 +75,7 @@ export class Watcher {
   }
 
   private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>): Cached<T> {
-    const informer = makeInformer<T>(this.clients.config, resourcePath, list as never, managedSelector);
+    const informer = makeInformer<T>(this.clients.config, resourcePath, this.tracked(list) as never, managedSelector);
     const onEvent = (object: T) => {
       const labels = object.metadata?.labels ?? {};
       const kind = labels[kindLabel];
@@ -97,9 +99,25 @@ export class Watcher {
     return informer;
   }
 
-  /** Starts every informer; resolves once each has listed (the caches are synced). */
+  /** `list`, noting its first success: from then on the informer's cache holds the whole list. */
+  private tracked<L>(list: () => Promise<L>): () => Promise<L> {
+    let markListed!: () => void;
+    this.listed.push(new Promise((resolve) => (markListed = resolve)));
+    return async () => {
+      const result = await list();
+      markListed();
+      return result;
+    };
+  }
+
+  /**
+   * Starts every informer; resolves once each has listed (the caches are synced). An informer
+   * whose list fails is restarted by its error handler, so this waits for it rather than letting
+   * the reconciler read a cache that lacks objects which exist.
+   */
   async start(): Promise<void> {
     await Promise.all(this.informers.map((informer) => informer.start()));
+    await Promise.all(this.listed);
   }
 
   async stop(): Promise<void> {

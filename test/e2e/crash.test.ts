@@ -4,10 +4,9 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { approveAnnotation } from "../../crds/types.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { holdDeployments, type Hold } from "../helpers/hold.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -29,17 +28,18 @@ function lockFiles(stateDir: string): string[] {
 }
 
 /**
- * Kills the operator (with its engines) the moment the engine has locked the stack: an update is
- * under way. Polled tightly: a destroy holds its lock for well under a second.
+ * Kills the operator (with its engines) while `hold` keeps one of its writes in flight: the
+ * engine is mid-operation with the stack locked. The write then goes through, as it would when
+ * an API server answers after its client died.
  */
-async function crashDuringOperation(running: OperatorProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (lockFiles(running.stateDir).length === 0) {
-    if (Date.now() > deadline) throw new Error("timed out waiting for the engine to lock the stack");
-    await sleep(10);
+async function crashDuringOperation(running: OperatorProcess, hold: Hold): Promise<void> {
+  try {
+    await hold.held;
+    await running.stop("SIGKILL");
+    assert.ok(lockFiles(running.stateDir).length > 0, "the killed operation left its lock behind");
+  } finally {
+    await hold.release();
   }
-  await running.stop("SIGKILL");
-  assert.ok(lockFiles(running.stateDir).length > 0, "the killed update left its lock behind");
 }
 
 test("killed mid-up and mid-destroy, a restarted operator converges without help", async () => {
@@ -48,8 +48,9 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   operator = await startOperatorProcess(local.kubeconfig);
   const stateDir = operator.stateDir;
 
+  const creating = await holdDeployments(local, "CREATE", "default", "crashy");
   await workloads.create({ kind: "App", metadata: { name: "crashy", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 2, port: 80 } });
-  await crashDuringOperation(operator);
+  await crashDuringOperation(operator, creating);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
   const ready = await workloads.ready("App", "default", "crashy");
   assert.equal(ready.status?.readyReplicas, 2);
@@ -57,16 +58,11 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   assert.deepEqual(lockFiles(stateDir), []);
 
   await operator.stop();
-  // A finalizer of someone else's holds the Deployment's deletion, which keeps the destroy (and
-  // its lock) around longer than a bare delete would.
-  const hold = "appstack.dev/test-hold";
-  const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-  await apps.patchNamespacedDeployment({ name: "crashy", namespace: "default", body: { metadata: { finalizers: [hold] } } }, merge);
+  const deleting = await holdDeployments(local, "DELETE", "default", "crashy");
   await workloads.delete("App", "default", "crashy");
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
-  await crashDuringOperation(operator);
+  await crashDuringOperation(operator, deleting);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
-  await apps.patchNamespacedDeployment({ name: "crashy", namespace: "default", body: { metadata: { finalizers: null } } }, merge);
   await workloads.gone("App", "default", "crashy");
   await assert.rejects(apps.readNamespacedDeployment({ name: "crashy", namespace: "default" }), isNotFound);
   assert.ok(!existsSync(join(stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.crashy.json")));
@@ -90,8 +86,9 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
     });
 
   const first = await waiting();
+  const creating = await holdDeployments(local, "CREATE", "default", name);
   await approve(first);
-  await crashDuringOperation(operator);
+  await crashDuringOperation(operator, creating);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
 
   // Either the same plan still fits (nothing was made) and applies, or the killed update made

@@ -12,7 +12,7 @@ import yaml from "js-yaml";
 import { approveAnnotation, type App, type PreviewStatus } from "../../crds/types.ts";
 import { stackName } from "../../operator/stack-names.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
-import { eventually, eventWithReason, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -30,12 +30,7 @@ const cluster = useCluster(
 );
 
 async function deployment(name: string): Promise<V1Deployment | undefined> {
-  try {
-    return await cluster().apps.readNamespacedDeployment({ name, namespace });
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
+  return orUndefined(() => cluster().apps.readNamespacedDeployment({ name, namespace }));
 }
 
 /** Waits for a preview other than `previous` (by plan id) and returns it. */

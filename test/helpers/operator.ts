@@ -1,7 +1,7 @@
 // Runs the operator as users run it: its own process, against a test cluster, state in a temporary
 // folder. The test reads results from the API server, never from the operator.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, rmSync } from "node:fs";
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
@@ -18,6 +18,28 @@ export interface OperatorProcess {
   readonly child: ChildProcess;
   /** SIGTERM and wait (graceful), or SIGKILL of the whole process group (a crash). */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+}
+
+function signal(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+}
+
+/** Live processes whose executable lies under `folder` (Linux: read from /proc). */
+function processesRunningFrom(folder: string): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith(folder + "/");
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string>; installCrds?: boolean } = {}): Promise<OperatorProcess> {
@@ -45,11 +67,10 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const kill = () => {
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // Already gone.
-    }
+    signal(-child.pid!);
+    // Pulumi starts its plugins in process groups of their own: they outlive a crash of the
+    // engine that started them (as they would not outlive a pod's). They run from the state folder.
+    for (const pid of processesRunningFrom(stateDir)) signal(pid);
   };
   process.once("exit", kill);
   return {

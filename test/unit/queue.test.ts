@@ -143,3 +143,17 @@ test("shutdown stops taking work and waits for running handlers", async () => {
   assert.ok(finished);
   assert.equal(queue.depth, 0);
 });
+
+test("a paused queue collects keys while the caches sync and runs each once when started", async () => {
+  const runs: string[] = [];
+  const queue = new WorkQueue(async (key) => void runs.push(key), { ...options, paused: true });
+  queue.add("App/default/web");
+  queue.add("App/default/web");
+  queue.add("Memcached/default/cache");
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(runs, []);
+  assert.equal(queue.depth, 2);
+  queue.start();
+  await queue.idle();
+  assert.deepEqual(runs, ["App/default/web", "Memcached/default/cache"]);
+});
