@@ -45,8 +45,8 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"));
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
-  // Leading from here: whatever a killed predecessor left locked is stale.
-  driver.breakStaleLocks();
+  // Leading from here: whatever a killed predecessor left locked or running is stale.
+  driver.cleanUpAfterPredecessor();
   await watcher.start();
   queue.start();
   log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl });

@@ -17,6 +17,7 @@ import type { StackOperation } from "../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "./log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
+import { killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";
 
 export const projectName = "appstack";
@@ -221,9 +222,13 @@ export class StackDriver {
     return result;
   }
 
-  /** Breaks the locks a killed predecessor left on any stack; how many stacks had one. */
-  breakStaleLocks(): number {
-    return breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
+  /**
+   * Cleans up after a predecessor killed mid-operation: breaks the stale locks on every stack (even
+   * one that needs no further operation) and kills the plugins its engines left running.
+   */
+  cleanUpAfterPredecessor(): void {
+    breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
+    killOrphanedPlugins(this.settings.pulumiHome, this.log);
   }
 
   /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */

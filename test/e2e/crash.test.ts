@@ -5,6 +5,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { approveAnnotation } from "../../crds/types.ts";
+import { orphanedPlugins } from "../../operator/orphans.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdDeployments, type Hold } from "../helpers/hold.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
@@ -27,6 +28,8 @@ function lockFiles(stateDir: string): string[] {
   return files;
 }
 
+const orphans = (stateDir: string) => orphanedPlugins(join(stateDir, "pulumi-home"));
+
 /**
  * Kills the operator (with its engines) while `hold` keeps one of its writes in flight: the
  * engine is mid-operation with the stack locked. The write then goes through, as it would when
@@ -37,6 +40,7 @@ async function crashDuringOperation(running: OperatorProcess, hold: Hold): Promi
     await hold.held;
     await running.stop("SIGKILL");
     assert.ok(lockFiles(running.stateDir).length > 0, "the killed operation left its lock behind");
+    assert.ok(orphans(running.stateDir).length > 0, "the killed engine left its provider running");
   } finally {
     await hold.release();
   }
@@ -56,6 +60,7 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   assert.equal(ready.status?.readyReplicas, 2);
   assert.equal((await apps.readNamespacedDeployment({ name: "crashy", namespace: "default" })).status?.readyReplicas, 2);
   assert.deepEqual(lockFiles(stateDir), []);
+  assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
 
   await operator.stop();
   const deleting = await holdDeployments(local, "DELETE", "default", "crashy");
@@ -67,6 +72,7 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   await assert.rejects(apps.readNamespacedDeployment({ name: "crashy", namespace: "default" }), isNotFound);
   assert.ok(!existsSync(join(stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.crashy.json")));
   assert.deepEqual(lockFiles(stateDir), []);
+  assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
 });
 
 test("killed mid-up of an approved plan, a restarted operator finishes it or asks again, and never goes past approval", async (t) => {
@@ -107,4 +113,5 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
   assert.equal(ready.metadata.annotations?.[approveAnnotation], undefined);
   assert.equal((await apps.readNamespacedDeployment({ name, namespace: "default" })).status?.readyReplicas, 2);
   assert.deepEqual(lockFiles(stateDir), []);
+  assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
 });

@@ -1,13 +1,14 @@
 // Runs the operator as users run it: its own process, against a test cluster, state in a temporary
 // folder. The test reads results from the API server, never from the operator.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { installCrds } from "../../operator/apply.ts";
 import { kubeClients } from "../../operator/kube.ts";
+import { orphanedPlugins } from "../../operator/orphans.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
@@ -16,7 +17,7 @@ export interface OperatorProcess {
   readonly stateDir: string;
   readonly logFile: string;
   readonly child: ChildProcess;
-  /** SIGTERM and wait (graceful), or SIGKILL of the whole process group (a crash). */
+  /** SIGTERM and wait (graceful), or SIGKILL of the whole process group (a crash: the plugins live on). */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
@@ -26,20 +27,6 @@ function signal(pid: number): void {
   } catch {
     // Already gone.
   }
-}
-
-/** Live processes whose executable lies under `folder` (Linux: read from /proc). */
-function processesRunningFrom(folder: string): number[] {
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith(folder + "/");
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string>; installCrds?: boolean } = {}): Promise<OperatorProcess> {
@@ -66,24 +53,26 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
     },
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const kill = () => {
-    signal(-child.pid!);
-    // Pulumi starts its plugins in process groups of their own: they outlive a crash of the
-    // engine that started them (as they would not outlive a pod's). They run from the state folder.
-    for (const pid of processesRunningFrom(stateDir)) signal(pid);
+  const killGroup = () => signal(-child.pid!);
+  // Pulumi starts its plugins in process groups of their own: killed with their engine only by
+  // the operator that cleans up after a crash, or here at the end.
+  const killAll = () => {
+    killGroup();
+    for (const plugin of orphanedPlugins(join(stateDir, "pulumi-home"))) signal(plugin.pid);
   };
-  process.once("exit", kill);
+  process.once("exit", killAll);
   return {
     stateDir,
     logFile,
     child,
-    async stop(signal = "SIGTERM") {
-      process.off("exit", kill);
-      if (signal === "SIGKILL") kill();
-      else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    async stop(how = "SIGTERM") {
+      // A crash leaves the plugins running, as it would outside a container.
+      if (how === "SIGKILL") killGroup();
+      else if (child.exitCode === null && child.signalCode === null) child.kill(how);
       await exited;
-      // Whatever the operator started and left behind goes too.
-      kill();
+      if (how === "SIGKILL") return;
+      process.off("exit", killAll);
+      killAll();
     },
   };
 }
