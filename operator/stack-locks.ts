@@ -41,9 +41,9 @@ function projectLockFolders(backendUrl: string, project: string, stack?: string)
   const root = join(fileURLToPath(backendUrl), ".pulumi", "locks");
   return lockFolders(root).filter((folder) => {
     const path = relative(root, folder).split(sep);
-    const name = path.at(-1);
-    const scoped = path.length === 3 && path[1] === project;
-    return (stack === undefined || name === stack) && (scoped || (path.length === 1 && stack !== undefined));
+    if (path.length === 3) return path[1] === project && (stack === undefined || path[2] === stack);
+    // An older backend's <stack> folder names no project: only a stack asked for by name matches.
+    return path.length === 1 && path[0] === stack;
   });
 }
 

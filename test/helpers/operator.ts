@@ -21,7 +21,7 @@ export interface OperatorProcess {
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
-function signal(pid: number): void {
+function killProcess(pid: number): void {
   try {
     process.kill(pid, "SIGKILL");
   } catch {
@@ -53,12 +53,12 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
     },
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const killGroup = () => signal(-child.pid!);
+  const killGroup = () => killProcess(-child.pid!);
   // Pulumi starts its plugins in process groups of their own: killed with their engine only by
   // the operator that cleans up after a crash, or here at the end.
   const killAll = () => {
     killGroup();
-    for (const plugin of orphanedPlugins(join(stateDir, "pulumi-home"))) signal(plugin.pid);
+    for (const plugin of orphanedPlugins(join(stateDir, "pulumi-home"))) killProcess(plugin.pid);
   };
   process.once("exit", killAll);
   return {
