@@ -40,7 +40,8 @@ async function crashDuringOperation(running: OperatorProcess, hold: Hold): Promi
     await hold.held;
     await running.stop("SIGKILL");
     assert.ok(lockFiles(running.stateDir).length > 0, "the killed operation left its lock behind");
-    assert.ok(orphans(running.stateDir).length > 0, "the killed engine left its provider running");
+    // Adopted by init once the engine that started it has exited, which a SIGKILL does not wait for.
+    await eventually("the killed engine's provider running on, orphaned", async () => (orphans(running.stateDir).length > 0 ? true : undefined), 10_000);
   } finally {
     await hold.release();
   }
