@@ -105,7 +105,9 @@ export class Watcher {
     this.listed.push(new Promise((resolve) => (markListed = resolve)));
     return async () => {
       const result = await list();
-      markListed();
+      // The informer fills its cache from the result once this returns: count it as listed after
+      // that, not before.
+      setImmediate(markListed);
       return result;
     };
   }
