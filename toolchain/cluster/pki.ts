@@ -38,12 +38,22 @@ function attributes(subject: Subject): forge.pki.CertificateField[] {
   return fields;
 }
 
+/**
+ * A random serial that is a positive, minimally encoded DER integer: its first byte is non-zero
+ * with the high bit clear. A serial whose bytes start with a zero is padded, which OpenSSL refuses
+ * ("illegal padding"); with a zero nibble in front of random bytes that was 1 certificate in 256.
+ */
+export function serialNumber(): string {
+  const bytes = randomBytes(16);
+  bytes[0] = (bytes[0]! & 0x7f) | 0x01;
+  return bytes.toString("hex");
+}
+
 function issue(subject: Subject, signer: { certPem: string; keyPem: string } | undefined, extensions: object[]): KeyPair {
   const keys = rsaKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(keys.publicPem);
-  // Positive serial: a leading zero nibble keeps the DER integer from reading as negative.
-  cert.serialNumber = "0" + randomBytes(15).toString("hex");
+  cert.serialNumber = serialNumber();
   cert.validity.notBefore = new Date(Date.now() - 60_000);
   cert.validity.notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
   cert.setSubject(attributes(subject));
