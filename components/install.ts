@@ -2,6 +2,7 @@
 // RBAC, the stack-secrets passphrase, storage for stack state, and the operator Deployment.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { AppstackCrds } from "./crds.ts";
 
 export interface AppstackInstallArgs {
@@ -65,6 +66,9 @@ export class AppstackInstall extends pulumi.ComponentResource {
     super("appstack:install:Operator", name, {}, opts);
     const labels = { "app.kubernetes.io/name": operatorName, "app.kubernetes.io/instance": name, "app.kubernetes.io/part-of": "appstack" };
     const crds = new AppstackCrds(`${name}-crds`, {}, { parent: this });
+    // The API server's own guard against taking over an object appstack did not create.
+    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(`${name}-ownership`, ownershipPolicy as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs, { parent: this });
+    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(`${name}-ownership`, ownershipPolicyBinding as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs, { parent: this, dependsOn: [policy] });
     const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: args.namespace ?? "appstack-system", labels } }, { parent: this });
     const namespace = ns.metadata.name;
     const meta = { name: operatorName, namespace, labels };

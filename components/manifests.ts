@@ -16,11 +16,6 @@ export function podSelector(object: Workload): Record<string, string> {
   return selectorLabels(ownerOf(object), appNameOf(object));
 }
 
-/** Whether `object` has a Service: every Memcached, and an App with a port (as appService says). */
-export function hasService(object: Workload): boolean {
-  return object.kind === "Memcached" || object.spec.port !== undefined;
-}
-
 const containerName = "app";
 
 export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps.v1.Deployment {
@@ -99,4 +94,28 @@ export function memcachedService(owner: Owner): k8s.types.input.core.v1.Service 
       ports: [{ name: "memcached", port: memcachedPort, targetPort: "memcached", protocol: "TCP" }],
     },
   };
+}
+
+/** A child of an appstack object as its component declares it: the kind and the manifest applied. */
+export interface ChildManifest {
+  readonly kind: "Deployment" | "Service";
+  readonly name: string;
+  readonly manifest: k8s.types.input.apps.v1.Deployment | k8s.types.input.core.v1.Service;
+}
+
+/** Every child `object` has, with the manifests its component applies (the same functions). */
+export function childManifests(object: Workload): ChildManifest[] {
+  const owner = ownerOf(object);
+  const children: ChildManifest[] = [];
+  const add = (kind: ChildManifest["kind"], manifest: ChildManifest["manifest"] | undefined) => {
+    if (manifest) children.push({ kind, name: owner.name, manifest });
+  };
+  if (object.kind === "App") {
+    add("Deployment", appDeployment(owner, object.spec));
+    add("Service", appService(owner, object.spec));
+  } else {
+    add("Deployment", memcachedDeployment(owner, object.spec));
+    add("Service", memcachedService(owner));
+  }
+  return children;
 }

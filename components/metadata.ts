@@ -7,6 +7,9 @@ export const instanceLabel = "app.kubernetes.io/instance";
 export const nameLabel = "app.kubernetes.io/name";
 export const kindLabel = "appstack.dev/kind";
 export const managedBy = "appstack";
+/** The server-side apply field manager of every child, set through the provider's annotation. */
+export const fieldManager = "appstack";
+const fieldManagerAnnotation = "pulumi.com/patchFieldManager";
 
 /** The object a stack belongs to: enough to label, select and own its children. */
 export interface Owner {
@@ -38,7 +41,9 @@ export function childMetadata(owner: Owner, appName: string) {
     // rollout must not hold a worker for the engine's ten-minute await timeout.
     // Server-side apply with force, as Kubernetes advises for controllers: an out-of-band edit of
     // a field appstack owns is drift to undo, not a conflict to report.
-    annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
+    // A named field manager (the provider's default is random per resource): managedFields say
+    // which fields appstack owns, and an imperative edit of them can be handed back to it.
+    annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true", [fieldManagerAnnotation]: fieldManager },
     // A backstop: if the finalizer is ever removed by hand, the garbage collector still cleans up.
     ownerReferences: [{ apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
   };

@@ -3,10 +3,10 @@ import { readFileSync } from "node:fs";
 import yaml from "js-yaml";
 import { ApiextensionsV1Api, KubernetesObjectApi, loadYaml, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import { customResourceDefinitions } from "../crds/index.ts";
+import { fieldManager } from "../components/metadata.ts";
+import { apiPolicies, customResourceDefinitions } from "../crds/index.ts";
 import type { KubeClients } from "./kube.ts";
 
-export const fieldManager = "appstack";
 
 /**
  * client-node serializes known kinds through its typed models, which read model property names
@@ -25,9 +25,9 @@ export function readManifests(file: string): KubernetesObject[] {
   return (yaml.loadAll(readFileSync(file, "utf8")) as KubernetesObject[]).filter(Boolean);
 }
 
-/** Applies appstack's CRDs and waits until the API server serves them. */
-export async function installCrds(clients: KubeClients, timeoutMs = 60_000): Promise<void> {
-  await applyObjects(clients, customResourceDefinitions);
+/** Applies appstack's API (the CRDs and the ownership policy) and waits until the API server serves the CRDs. */
+export async function installApi(clients: KubeClients, timeoutMs = 60_000): Promise<void> {
+  await applyObjects(clients, [...customResourceDefinitions, ...apiPolicies]);
   const api = clients.config.makeApiClient(ApiextensionsV1Api);
   const deadline = Date.now() + timeoutMs;
   for (const crd of customResourceDefinitions) {

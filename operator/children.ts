@@ -1,11 +1,65 @@
-// An object's children as they are in the cluster: from the watch cache where that is fresh
-// enough, from the API server where the answer must name what `up` has just made.
-import type { V1Deployment } from "@kubernetes/client-node";
-import { hasService } from "../components/manifests.ts";
+// An object's children as they are in the cluster, judged against the manifests its component
+// applies: missing, someone else's (a conflict: never written, never deleted), or ours with the
+// fields that differ. Read from the watch cache where that is fresh enough; from the API server
+// where the cache cannot know (objects without appstack's labels) or where the answer must name
+// what `up` has just made.
+import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment, type V1Service } from "@kubernetes/client-node";
+import { childManifests, type ChildManifest } from "../components/manifests.ts";
+import { fieldManager } from "../components/metadata.ts";
 import type { Workload } from "../crds/types.ts";
-import { encodeApplied, programVersion, type LiveChildren } from "./drift.ts";
-import { orUndefined, type KubeClients } from "./kube.ts";
+import { differences } from "./compare.ts";
+import { handOver } from "./handover.ts";
+import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "./kube.ts";
 import type { Watcher } from "./watch.ts";
+
+export type ChildState =
+  | { readonly child: ChildManifest; readonly state: "missing" }
+  /** Exists, but was not created for this object: `controller` names who controls it, if anyone. */
+  | { readonly child: ChildManifest; readonly state: "foreign"; readonly controller?: string }
+  | { readonly child: ChildManifest; readonly state: "owned"; readonly live: KubernetesObject; readonly differences: readonly string[] };
+
+export interface Observed {
+  readonly children: readonly ChildState[];
+  /** The object's own Deployment; never another object's. */
+  readonly deployment?: V1Deployment;
+  /** Children of the same name that this object did not create. */
+  readonly conflicts: readonly ChildState[];
+  /** Every difference, as `Deployment web: spec.replicas: 5, want 2`; missing children included. */
+  readonly drift: readonly string[];
+}
+
+/** Whether `child` was created for `object`: its controller reference names the object's uid. */
+export function isControlledBy(child: KubernetesObject, object: Workload): boolean {
+  return (child.metadata?.ownerReferences ?? []).some((ref) => ref.controller && ref.uid === object.metadata.uid);
+}
+
+function controllerOf(child: KubernetesObject): string | undefined {
+  const ref = child.metadata?.ownerReferences?.find((r) => r.controller);
+  return ref ? `${ref.kind}/${ref.name}` : undefined;
+}
+
+/** Judges one live child (or its absence) against its manifest. */
+export function judge(object: Workload, child: ChildManifest, live: KubernetesObject | undefined): ChildState {
+  if (!live) return { child, state: "missing" };
+  if (!isControlledBy(live, object)) return { child, state: "foreign", controller: controllerOf(live) };
+  return { child, state: "owned", live, differences: differences(child.manifest, live) };
+}
+
+export function summarize(children: readonly ChildState[]): Observed {
+  const deployment = children.find((c) => c.child.kind === "Deployment" && c.state === "owned");
+  return {
+    children,
+    deployment: deployment?.state === "owned" ? deployment.live : undefined,
+    conflicts: children.filter((c) => c.state === "foreign"),
+    drift: children.flatMap((c) => {
+      const label = `${c.child.kind} ${c.child.name}`;
+      if (c.state === "missing") return [`${label}: missing`];
+      return c.state === "owned" ? c.differences.map((d) => `${label}: ${d}`) : [];
+    }),
+  };
+}
+
+const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
 export class Children {
   constructor(
@@ -13,36 +67,58 @@ export class Children {
     private readonly watcher: Watcher,
   ) {}
 
-  /** The cache may not have a Deployment that was created a moment ago: ask the API server. */
-  async deployment(object: Workload): Promise<V1Deployment | undefined> {
-    return this.watcher.deployment(object.metadata.namespace, object.metadata.name) ?? this.readDeployment(object);
+  /**
+   * The children as the cache has them; what the cache lacks (a child just created, one without
+   * appstack's labels, a foreign one) is asked of the API server. With `fresh`, everything is.
+   */
+  async observe(object: Workload, fresh = false): Promise<Observed> {
+    let cached = false;
+    const children = await Promise.all(childManifests(object).map(async (child) => {
+      const fromCache = fresh ? undefined : this.cached(object.metadata.namespace, child);
+      cached ||= fromCache !== undefined;
+      return judge(object, child, fromCache ?? (await this.read(object.metadata.namespace, child)));
+    }));
+    const observed = summarize(children);
+    // The cache may not have seen our own latest write yet: a difference is confirmed with the
+    // API server before anyone acts on it (a needless repair costs a Pulumi run).
+    if (cached && (observed.drift.length || observed.conflicts.length)) return this.observe(object, true);
+    return observed;
   }
 
-  async readDeployment(object: Workload): Promise<V1Deployment | undefined> {
-    return orUndefined(() => this.clients.apps.readNamespacedDeployment({ name: object.metadata.name, namespace: object.metadata.namespace }));
+  /**
+   * Hands the imperative edits of every drifted child over to appstack's field manager (handover.ts),
+   * so that the repair's apply removes what they added. Returns how many children it changed.
+   */
+  async handOverEdits(object: Workload, observed: Observed): Promise<number> {
+    let handed = 0;
+    for (const state of observed.children) {
+      if (state.state !== "owned" || !state.differences.length) continue;
+      const managedFields = handOver(state.live.metadata?.managedFields ?? [], fieldManager);
+      if (!managedFields) continue;
+      // Only the object read: a newer write in between is judged again by the next reconcile.
+      const patch: JsonPatch = [
+        { op: "test", path: "/metadata/resourceVersion", value: state.live.metadata?.resourceVersion },
+        { op: "replace", path: "/metadata/managedFields", value: managedFields },
+      ];
+      const target = { name: state.child.name, namespace: object.metadata.namespace, body: patch };
+      try {
+        if (state.child.kind === "Deployment") await this.clients.apps.patchNamespacedDeployment(target, jsonPatch);
+        else await this.clients.core.patchNamespacedService(target, jsonPatch);
+        handed++;
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+      }
+    }
+    return handed;
   }
 
-  /** The identities drift decisions compare: the Deployment's uid and generation, the Service's uid. */
-  identities(object: Workload, deployment: V1Deployment | undefined): LiveChildren {
-    const uid = deployment?.metadata?.uid;
-    return {
-      deployment: uid ? { uid, generation: deployment.metadata?.generation ?? 0 } : undefined,
-      serviceUid: this.watcher.service(object.metadata.namespace, object.metadata.name)?.metadata?.uid,
-    };
+  private cached(namespace: string, child: ChildManifest): KubernetesObject | undefined {
+    return child.kind === "Deployment" ? this.watcher.deployment(namespace, child.name) : this.watcher.service(namespace, child.name);
   }
 
-  /** The record of what an `up` just applied, read from the API server; undefined without a Deployment. */
-  async applied(object: Workload, deployment: V1Deployment | undefined): Promise<string | undefined> {
-    if (!deployment?.metadata?.uid) return undefined;
-    const service = hasService(object)
-      ? await orUndefined(() => this.clients.core.readNamespacedService({ name: object.metadata.name, namespace: object.metadata.namespace }))
-      : undefined;
-    return encodeApplied({
-      programVersion,
-      generation: object.metadata.generation ?? 0,
-      deploymentUid: deployment.metadata.uid,
-      deploymentGeneration: deployment.metadata.generation ?? 0,
-      serviceUid: service?.metadata?.uid ?? "",
-    });
+  private async read(namespace: string, child: ChildManifest): Promise<KubernetesObject | undefined> {
+    const { name } = child;
+    if (child.kind === "Deployment") return orUndefined<V1Deployment>(() => this.clients.apps.readNamespacedDeployment({ name, namespace }));
+    return orUndefined<V1Service>(() => this.clients.core.readNamespacedService({ name, namespace }));
   }
 }

@@ -1,60 +1,72 @@
 // Whether an object needs Pulumi at all. After each successful `up` the operator records what it
-// applied (the object's generation, the children's identities and generations); a reconcile that
-// finds the same again starts no Pulumi process, and one that finds a child changed out of band
-// repairs it with refresh and up.
-export const programVersion = "1";
+// applied (the operator's program and the object's generation); the live children are compared
+// with the manifests that program applies (children.ts) on every reconcile, from the watch cache.
+// A reconcile that finds the same record and no difference starts no Pulumi process; a difference
+// is drift, repaired with refresh and up (or previewed), whenever and however it was made.
+import { createHash } from "node:crypto";
+
+/** Bumped when the program's output changes for an unchanged spec, so that every object is applied anew. */
+export const programVersion = "2";
 
 export interface Applied {
   readonly programVersion: string;
   readonly generation: number;
-  readonly deploymentUid: string;
-  readonly deploymentGeneration: number;
-  /** Empty when the object has no Service. */
-  readonly serviceUid: string;
 }
 
-export interface LiveChildren {
-  readonly deployment?: { readonly uid: string; readonly generation: number };
-  readonly serviceUid?: string;
-}
-
-export type Decision = { action: "none" } | { action: "apply"; reason: string } | { action: "repair"; reason: string };
+export type Decision =
+  | { action: "none" }
+  /** A new spec (or program) to apply; `refresh` when the stack's record of the cluster cannot be trusted. */
+  | { action: "apply"; reason: string; refresh: boolean }
+  /** Drift: the live children differ from what was applied. */
+  | { action: "repair"; reason: string };
 
 export function encodeApplied(applied: Applied): string {
-  return `v=${applied.programVersion};g=${applied.generation};d=${applied.deploymentUid}@${applied.deploymentGeneration};s=${applied.serviceUid}`;
+  return `v=${applied.programVersion};g=${applied.generation}`;
 }
 
+/** The record; a record of an older format is read as no record (the object is applied anew). */
 export function decodeApplied(text: string | undefined): Applied | undefined {
-  const match = /^v=([^;]+);g=(\d+);d=([^@;]+)@(\d+);s=([^;]*)$/.exec(text ?? "");
+  const match = /^v=([^;]+);g=(\d+)$/.exec(text ?? "");
   if (!match) return undefined;
-  return {
-    programVersion: match[1]!,
-    generation: Number(match[2]),
-    deploymentUid: match[3]!,
-    deploymentGeneration: Number(match[4]),
-    serviceUid: match[5]!,
-  };
+  return { programVersion: match[1]!, generation: Number(match[2]) };
 }
 
-export function decide(generation: number, applied: Applied | undefined, live: LiveChildren): Decision {
-  if (!applied) return { action: "apply", reason: "never applied" };
-  if (applied.programVersion !== programVersion) return { action: "apply", reason: "the operator's program changed" };
-  if (applied.generation !== generation) return { action: "apply", reason: `spec changed (generation ${applied.generation} -> ${generation})` };
-  if (!live.deployment) return { action: "repair", reason: "the Deployment was deleted" };
-  if (live.deployment.uid !== applied.deploymentUid) return { action: "repair", reason: "the Deployment was replaced" };
-  // A lower generation only means the cache has not caught up with our own update yet.
-  if (live.deployment.generation > applied.deploymentGeneration) return { action: "repair", reason: "the Deployment was changed" };
-  // A Service that appears for an object without a port is not ours to judge: Pulumi never made it.
-  if (applied.serviceUid && live.serviceUid !== applied.serviceUid) return { action: "repair", reason: "the Service was deleted or replaced" };
+export interface DecisionInput {
+  readonly generation: number;
+  readonly applied: Applied | undefined;
+  /** What differs between the live children and the manifests, one line each (missing children included). */
+  readonly drift: readonly string[];
+  /**
+   * Whether the stack already holds state although this object has no record of an `up`: the
+   * state then describes another object of the same name (deleted without its finalizer, restored
+   * from a backup, another cluster) and is refreshed before anything is applied.
+   */
+  readonly orphanedState: boolean;
+}
+
+const maxReasonDifferences = 3;
+
+/** The differences in one line: the first few, and how many more. */
+export function describeDrift(drift: readonly string[]): string {
+  const shown = drift.slice(0, maxReasonDifferences).join("; ");
+  return drift.length > maxReasonDifferences ? `${shown}; and ${drift.length - maxReasonDifferences} more` : shown;
+}
+
+export function decide(input: DecisionInput): Decision {
+  const { generation, applied, drift } = input;
+  if (!applied) return { action: "apply", reason: input.orphanedState ? "never applied (the stack's state is from an earlier object; refreshed first)" : "never applied", refresh: input.orphanedState };
+  if (applied.programVersion !== programVersion) return { action: "apply", reason: "the operator's program changed", refresh: drift.length > 0 };
+  if (applied.generation !== generation) return { action: "apply", reason: `spec changed (generation ${applied.generation} -> ${generation})`, refresh: false };
+  if (drift.length) return { action: "repair", reason: `drift: ${describeDrift(drift)}` };
   return { action: "none" };
 }
 
 /**
- * What a preview was computed against: the operator's program, the spec's generation and the live
- * children. An approval is honoured only while this is unchanged, so a plan is never applied to a
- * spec or a cluster it was not made for.
+ * What a preview was computed against: the operator's program, the spec's generation and what
+ * differed in the live children. An approval is honoured only while this is unchanged, so a plan
+ * is never applied to a spec or a cluster it was not made for.
  */
-export function previewBasis(generation: number, live: LiveChildren): string {
-  const deployment = live.deployment ? `${live.deployment.uid}@${live.deployment.generation}` : "none";
-  return `v=${programVersion};g=${generation};d=${deployment};s=${live.serviceUid ?? "none"}`;
+export function previewBasis(generation: number, drift: readonly string[]): string {
+  const live = createHash("sha256").update(JSON.stringify([...drift].sort())).digest("hex").slice(0, 16);
+  return `v=${programVersion};g=${generation};live=${live}`;
 }

@@ -1,11 +1,14 @@
 // Prometheus metrics of the operator: reconciles, the queue, Pulumi operations, leadership.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { errorReason } from "./errors.ts";
 
 const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export class OperatorMetrics {
   readonly registry = new Registry();
   readonly reconciles = new Counter({ name: "appstack_reconcile_total", help: "Reconciles by kind and result.", labelNames: ["kind", "result"], registers: [this.registry] });
+  readonly reconcileErrors = new Counter({ name: "appstack_reconcile_errors_total", help: "Failed reconciles by kind and reason (StackUpdateFailed, ResourceConflict, DriftDetected, Forbidden, InternalError, ...).", labelNames: ["kind", "reason"], registers: [this.registry] });
+  readonly resyncs = new Counter({ name: "appstack_resync_total", help: "Periodic resyncs: every object re-checked against its live children.", registers: [this.registry] });
   readonly reconcileSeconds = new Histogram({ name: "appstack_reconcile_duration_seconds", help: "Reconcile durations by kind.", labelNames: ["kind"], buckets: durationBuckets, registers: [this.registry] });
   readonly operations = new Counter({ name: "appstack_pulumi_operations_total", help: "Pulumi operations by kind (up, destroy) and result.", labelNames: ["operation", "result"], registers: [this.registry] });
   readonly operationSeconds = new Histogram({ name: "appstack_pulumi_operation_duration_seconds", help: "Pulumi operation durations by kind.", labelNames: ["operation"], buckets: durationBuckets, registers: [this.registry] });
@@ -31,6 +34,7 @@ export class OperatorMetrics {
       return result;
     } catch (error) {
       this.reconciles.inc({ kind, result: "error" });
+      this.reconcileErrors.inc({ kind, reason: errorReason(error) });
       throw error;
     } finally {
       end();

@@ -49,12 +49,20 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
   driver.cleanUpAfterPredecessor();
   await watcher.start();
   queue.start();
-  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl });
+  // The queue coalesces (an object still queued or running is not checked twice) and leaves
+  // failing objects to their backoff.
+  const resync = setInterval(() => {
+    metrics?.resyncs.inc();
+    queue.resync(watcher.keys());
+  }, config.resyncMs);
+  resync.unref();
+  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl, resyncSeconds: config.resyncMs / 1000 });
   return {
     clients,
     queue,
     watcher,
     async stop() {
+      clearInterval(resync);
       await queue.shutdown();
       await watcher.stop();
     },

@@ -62,14 +62,14 @@ function workloadsIn(files: readonly string[], defaultNamespace: string): Worklo
  * The object as the API server would store it, defaults and validation included, through a
  * server-side dry run: a replace of the live object's spec, or a create. Nothing is persisted.
  */
-async function dryRun(clients: KubeClients, object: Workload): Promise<Workload> {
+async function dryRun(clients: KubeClients, object: Workload): Promise<{ object: Workload; exists: boolean }> {
   const target = { group, version, plural: plurals[object.kind], namespace: object.metadata.namespace };
   const live = await readWorkload(clients, keyOf(object));
   const body = live ? { ...live, spec: object.spec } : object;
   const result: unknown = live
     ? await clients.custom.replaceNamespacedCustomObject({ ...target, name: object.metadata.name, body, dryRun: "All" })
     : await clients.custom.createNamespacedCustomObject({ ...target, body, dryRun: "All" });
-  return result as Workload;
+  return { object: result as Workload, exists: live !== undefined };
 }
 
 /** Drivers over the configured backend, and over a throwaway one for objects that have no stack yet. */
@@ -89,15 +89,17 @@ async function previewAll(options: Options, config: OperatorConfig, scratch: str
   const results: ObjectPreview[] = [];
   for (const given of workloadsIn(options.files, defaultNamespace)) {
     const label = `${given.kind} ${given.metadata.namespace}/${given.metadata.name}`;
-    const object = await dryRun(clients, given).catch((error: unknown) => {
+    const { object, exists } = await dryRun(clients, given).catch((error: unknown) => {
       throw new Error(`${label}: ${briefError(error)}`);
     });
     const stack = stackName(object.kind, object.metadata.namespace, object.metadata.name);
     const isNew = !(await configured.exists(stack));
     const driver = isNew ? empty : configured;
-    if (!options.json) process.stdout.write(`\n${label} (stack ${stack}${isNew ? ", not created yet" : ""})\n`);
+    // A stack with no object in the cluster is an earlier object's: only a refresh tells what of it is left.
+    const stale = !isNew && !exists;
+    if (!options.json) process.stdout.write(`\n${label} (stack ${stack}${isNew ? ", not created yet" : stale ? ", left by an earlier object: refreshed" : ""})\n`);
     const onOutput = options.json ? () => undefined : (out: string) => process.stdout.write(out);
-    const planned = await driver.preview(stack, programFor(object), { refresh: options.refresh, onOutput });
+    const planned = await driver.preview(stack, programFor(object), { refresh: options.refresh || stale, onOutput });
     results.push({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name, stack, new: isNew, changes: planned.changes, steps: planned.steps });
   }
   return results;

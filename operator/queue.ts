@@ -79,6 +79,14 @@ export class WorkQueue {
     this.pump();
   }
 
+  /**
+   * The periodic resync: adds every key but those waiting for a retry. An event cuts a backoff
+   * short (something changed); a timer must not, or a failing object would retry every period.
+   */
+  resync(keys: Iterable<string>): void {
+    for (const key of keys) if (!this.timers.has(key)) this.add(key);
+  }
+
   /** Adds `key` once `ms` have passed; an earlier add of the same key wins. */
   addAfter(key: string, ms: number): void {
     if (this.stopped) return;

@@ -1,10 +1,11 @@
 // The main job (`npm start`, `appstack run`): with no cluster configured, start the local one and
 // install the CRDs; then run the operator in the foreground until Ctrl-C, which stops everything.
 import { join } from "node:path";
+import { ownershipPolicyName } from "../crds/ownership.ts";
 import { buildToolchain } from "../toolchain/build.ts";
 import { startCluster, type LocalCluster } from "../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../toolchain/tools.ts";
-import { applyObjects, installCrds, readManifests } from "./apply.ts";
+import { applyObjects, installApi, readManifests } from "./apply.ts";
 import { loadConfig } from "./config.ts";
 import { kubeClients } from "./kube.ts";
 import { createLogger } from "./log.ts";
@@ -21,12 +22,16 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     cluster = await startCluster({ name: `run-${process.pid}`, log: (line) => console.error(line) });
     console.error(`\nlocal cluster is up; in another terminal:\n  export KUBECONFIG=${cluster.kubeconfig}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
   }
-  const config = loadConfig(cluster ? [...argv, `--kubeconfig=${cluster.kubeconfig}`] : argv, { APPSTACK_LOG_FORMAT: "text", ...process.env });
+  // The stacks describe the children of one cluster: a local cluster keeps them in its own folder
+  // and takes them along when it stops, so the next run's new cluster starts with no stale state.
+  const stateChosen = argv.some((arg) => arg.startsWith("--state-dir=")) || process.env["APPSTACK_STATE_DIR"] !== undefined;
+  const localArgs = cluster ? [`--kubeconfig=${cluster.kubeconfig}`, ...(stateChosen ? [] : [`--state-dir=${join(cluster.dir, "appstack-state")}`])] : [];
+  const config = loadConfig([...argv, ...localArgs], { APPSTACK_LOG_FORMAT: "text", ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: (line) => console.error(line) });
   try {
     const clients = kubeClients(config.kubeconfig);
-    await installCrds(clients);
-    log.info("CRDs installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev" });
+    await installApi(clients);
+    log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policy: ownershipPolicyName });
     const operator = await startService(config, log);
     if (withSamples) {
       await applyObjects(clients, samples.flatMap(readManifests));

@@ -10,7 +10,7 @@ import {
   type Stack,
   type UpdateSummary,
 } from "@pulumi/pulumi/automation/index.js";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StackOperation } from "../crds/types.ts";
@@ -45,11 +45,13 @@ export class StackBusy extends Error {}
  */
 export function engineMessage(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
+  // The provider wraps its errors as "N error(s) occurred:" with one "* reason" line each.
+  const framing = /^(update failed|preview failed|(Preview failed: )?\d+ errors? occurred:?)$/i;
   const reasons = text
     .split("\n")
-    .map((line) => /error: (.*)$/.exec(line)?.[1]?.trim())
-    .filter((reason): reason is string => !!reason && reason !== "update failed" && !/^\d+ errors? occurred:?$/.test(reason))
-    .map((reason) => reason.replace(/resource "urn:[^"]*" /, "").replace(/^\* /, ""));
+    .map((line) => (/^\s*\* (.*)$/.exec(line)?.[1] ?? /error: (.*)$/.exec(line)?.[1])?.trim())
+    .filter((reason): reason is string => !!reason && !framing.test(reason))
+    .map((reason) => reason.replace(/resource "urn:[^"]*" /, ""));
   const unique = [...new Set(reasons)];
   const fallback = text.split("\n").map((l) => l.trim()).filter(Boolean).slice(-3);
   return (unique.length ? unique : fallback).slice(0, 3).join("; ").slice(0, 2000);
@@ -199,13 +201,40 @@ export class StackDriver {
     }
   }
 
-  /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
-  async destroy(name: string): Promise<StackOperation | undefined> {
-    let stack: Stack;
+  /** The stack for an operation that runs no program (destroy, state edits); undefined when it does not exist. */
+  private async existing(name: string): Promise<Stack | undefined> {
     try {
-      stack = this.stacks.get(name) ?? (await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
+      return this.stacks.get(name) ?? (await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw error;
+      return undefined;
+    }
+  }
+
+  /**
+   * Removes resources from the stack's state without touching the cluster: objects of those names
+   * that someone else made are not the stack's to update or delete any more.
+   */
+  async dropResources(name: string, resources: readonly { kind: "Deployment" | "Service"; namespace: string; name: string }[]): Promise<void> {
+    const stack = await this.existing(name);
+    if (!stack) return;
+    const types = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" };
+    const drop = new Set(resources.map((r) => `${types[r.kind]} ${r.namespace}/${r.name}`));
+    await this.unlocked(name, async () => {
+      const state = await stack.exportStack();
+      const deployment = state.deployment as { resources?: { type: string; id?: string }[] } | undefined;
+      const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
+      if (!deployment?.resources || kept.length === deployment.resources.length) return;
+      this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });
+      deployment.resources = kept;
+      await stack.importStack(state);
+    });
+  }
+
+  /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
+  async destroy(name: string): Promise<StackOperation | undefined> {
+    const stack = await this.existing(name);
+    if (!stack) {
       // A `stack rm` killed after removing the stack but before unlocking it leaves a lock behind.
       breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
       return undefined;
@@ -231,14 +260,31 @@ export class StackDriver {
     killOrphanedPlugins(this.settings.pulumiHome, this.log);
   }
 
+  /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
+  private checkpointBase(name: string): string | undefined {
+    if (!this.settings.backendUrl.startsWith("file://")) return undefined;
+    return join(fileURLToPath(this.settings.backendUrl), ".pulumi", "stacks", projectName, name);
+  }
+
   /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */
   async exists(name: string): Promise<boolean> {
-    if (this.settings.backendUrl.startsWith("file://")) {
-      const stacks = join(fileURLToPath(this.settings.backendUrl), ".pulumi", "stacks", projectName);
-      return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(join(stacks, `${name}${suffix}`)));
-    }
+    const base = this.checkpointBase(name);
+    if (base) return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(`${base}${suffix}`));
     const ws = await LocalWorkspace.create(await this.workspace());
     return (await ws.listStacks()).some((stack) => stack.name === name);
+  }
+
+  /**
+   * Whether the stack's state records resources (a stack a preview made records none). The file
+   * backend's checkpoint is read directly; for other backends, whether the stack exists.
+   */
+  async hasResources(name: string): Promise<boolean> {
+    const base = this.checkpointBase(name);
+    if (!base) return this.exists(name);
+    if (existsSync(`${base}.json.gz`)) return true;
+    if (!existsSync(`${base}.json`)) return false;
+    const checkpoint = JSON.parse(readFileSync(`${base}.json`, "utf8")) as { checkpoint?: { latest?: { resources?: { type: string }[] } } };
+    return (checkpoint.checkpoint?.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
   }
 
   /** Removes a stack's state without touching the cluster (the namespace is being deleted). */

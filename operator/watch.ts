@@ -135,6 +135,11 @@ export class Watcher {
     return undefined;
   }
 
+  /** The key of every App and Memcached in the caches. */
+  keys(): string[] {
+    return [...this.workloads].flatMap(([kind, informers]) => informers.flatMap((informer) => informer.list().map((object) => keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }))));
+  }
+
   deployment(namespace: string, name: string): V1Deployment | undefined {
     return this.deployments.map((informer) => informer.get(name, namespace)).find(Boolean);
   }

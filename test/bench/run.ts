@@ -7,17 +7,22 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "../../crds/types.ts";
-import { installCrds } from "../../operator/apply.ts";
+import { installApi } from "../../operator/apply.ts";
 import { kubeClients, type KubeClients } from "../../operator/kube.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
+import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
+import { counterTotal, httpGet } from "../helpers/operator.ts";
+import { driftRound, type DriftRound } from "./drift.ts";
 import { cliTimes, previewRound, type CliTimes, type PreviewRound } from "./previews.ts";
-import { ProcessTreeSampler } from "./proctree.ts";
+import { ProcessTreeSampler } from "../helpers/proctree.ts";
 
 const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
 const idleSeconds = Number(process.env["BENCH_IDLE_SECONDS"] ?? "60");
 const previewCount = Number(process.env["BENCH_PREVIEW_APPS"] ?? "10");
+// Short, so that the idle period holds several resyncs of every object.
+const resyncSeconds = Number(process.env["BENCH_RESYNC_SECONDS"] ?? "10");
 
 interface Round {
   readonly n: number;
@@ -34,6 +39,9 @@ interface Measured {
   readonly peakTreeMiB: number;
   readonly pulumiProcesses: number;
   readonly idlePulumiProcesses?: number;
+  /** Resyncs and reconciles during the idle period (from the operator's metrics). */
+  readonly idleResyncs?: number;
+  readonly idleReconciles?: number;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -67,7 +75,7 @@ async function applyAndWait(clients: KubeClients, namespace: string, n: number):
 }
 
 /** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
-async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean, afterRounds?: () => Promise<void>): Promise<Measured> {
+async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean, afterRounds?: () => Promise<void>, metricsPort?: number): Promise<Measured> {
   const child = start();
   const sampler = new ProcessTreeSampler(child.pid!);
   sampler.start();
@@ -82,16 +90,20 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   const peakOwnMiB = sampler.peakRootKiB / 1024;
   const peakTreeMiB = sampler.peakTreeKiB / 1024;
   await afterRounds?.();
-  let idlePulumiProcesses: number | undefined;
+  let idle: Pick<Measured, "idlePulumiProcesses" | "idleResyncs" | "idleReconciles"> = {};
   if (withIdle) {
+    const metrics = async () => (metricsPort ? (await httpGet(metricsPort, "/metrics")).body : "");
+    const before = await metrics();
     sampler.resetPulumiCount();
     await sleep(idleSeconds * 1000);
-    idlePulumiProcesses = sampler.pulumiProcesses;
+    const after = await metrics();
+    const delta = (name: string) => counterTotal(after, name) - counterTotal(before, name);
+    idle = { idlePulumiProcesses: sampler.pulumiProcesses, idleResyncs: delta("appstack_resync_total"), idleReconciles: delta("appstack_reconcile_total") };
   }
   sampler.stop();
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
-  return { rounds, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, pulumiProcesses, ...(idlePulumiProcesses !== undefined ? { idlePulumiProcesses } : {}) };
+  return { rounds, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, pulumiProcesses, ...idle };
 }
 
 function node(script: string, env: Record<string, string>): ChildProcess {
@@ -120,7 +132,17 @@ function table(appstack: Measured, baseline: Measured): string {
     `| peak RSS, operator process | ${f(appstack.peakOwnMiB, 0)} MiB | ${f(baseline.peakOwnMiB, 0)} MiB | ${f(appstack.peakOwnMiB / baseline.peakOwnMiB)}x |`,
     `| peak RSS, operator and everything it started | ${f(appstack.peakTreeMiB, 0)} MiB | ${f(baseline.peakTreeMiB, 0)} MiB | ${f(appstack.peakTreeMiB / baseline.peakTreeMiB)}x |`,
     `| Pulumi processes started while applying | ${appstack.pulumiProcesses} | 0 | - |`,
-    `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, previewCount)} Apps (${previewCount} of them with updatePolicy Preview) | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
+    `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, previewCount)} Apps (${previewCount} of them with updatePolicy Preview), resync every ${resyncSeconds} s: ${appstack.idleResyncs ?? "-"} resyncs, ${appstack.idleReconciles ?? "-"} reconciles | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
+  ].join("\n");
+}
+
+function driftTable(round: DriftRound): string {
+  const spread = (runs: number[]) => `${runs[Math.floor(runs.length / 2)]!.toFixed(1)} s (min ${runs[0]!.toFixed(1)}, max ${runs.at(-1)!.toFixed(1)})`;
+  return [
+    "| drift (a Deployment scaled by hand) | figure |",
+    "|---|---|",
+    `| one edit until repaired (replicas back, App Ready), median of ${round.single.length} | ${spread(round.single)} |`,
+    `| ${round.n} edits at once until all are repaired | ${round.allSeconds.toFixed(1)} s |`,
   ].join("\n");
 }
 
@@ -143,20 +165,27 @@ async function main(): Promise<void> {
   const stateDir = mkdtempSync(join(tmpdir(), "appstack-bench-"));
   try {
     const clients = kubeClients(cluster.kubeconfig);
-    await installCrds(clients);
+    await installApi(clients);
     const env = { KUBECONFIG: cluster.kubeconfig };
     let previews: { round: PreviewRound; cli: CliTimes } | undefined;
+    let drift: DriftRound | undefined;
     const measurePreviews = async () => {
+      const first = sizes[0]!;
+      drift = await driftRound(clients, `bench-appstack-${first}`, Array.from({ length: first }, (_, i) => `app-${i}`));
+      console.error(`appstack: one drift repaired in ${drift.single[0]!.toFixed(1)} s; ${drift.n} at once in ${drift.allSeconds.toFixed(1)} s`);
       const round = await previewRound(clients, "bench-appstack-preview", previewCount);
       console.error(`appstack: ${previewCount} previews in ${round.previewedSeconds.toFixed(1)} s, approved to Ready in ${round.approvedSeconds.toFixed(1)} s`);
       previews = { round, cli: cliTimes(cluster.kubeconfig, stateDir, "bench", { namespace: `bench-appstack-${sizes[0]}`, name: "app-0" }) };
     };
-    const appstack = await measure("appstack", () => node("operator/main.ts", { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn" }), clients, true, measurePreviews);
+    const [metricsPort] = await freeLoopbackPorts(1);
+    const operatorEnv = { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_HEALTH_ADDR: `127.0.0.1:${metricsPort}`, APPSTACK_RESYNC_SECONDS: String(resyncSeconds) };
+    const appstack = await measure("appstack", () => node("operator/main.ts", operatorEnv), clients, true, measurePreviews, metricsPort);
     // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
     // gone before their namespaces can go, so they stay until the end.
     const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
     console.log(table(appstack, baseline));
+    if (drift) console.log(`\n${driftTable(drift)}`);
     if (previews) console.log(`\n${previewTable(previews.round, previews.cli)}`);
     await deleteNamespaces(clients, "baseline");
   } finally {

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { approveAnnotation } from "../../crds/types.ts";
 import { orphanedPlugins } from "../../operator/orphans.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
-import { holdDeployments, type Hold } from "../helpers/hold.ts";
+import { holdWrites, type Hold } from "../helpers/hold.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -53,7 +53,7 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   operator = await startOperatorProcess(local.kubeconfig);
   const stateDir = operator.stateDir;
 
-  const creating = await holdDeployments(local, "CREATE", "default", "crashy");
+  const creating = await holdWrites(local, "deployments", "CREATE", "default", "crashy");
   await workloads.create({ kind: "App", metadata: { name: "crashy", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 2, port: 80 } });
   await crashDuringOperation(operator, creating);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
@@ -64,7 +64,7 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
 
   await operator.stop();
-  const deleting = await holdDeployments(local, "DELETE", "default", "crashy");
+  const deleting = await holdWrites(local, "deployments", "DELETE", "default", "crashy");
   await workloads.delete("App", "default", "crashy");
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });
   await crashDuringOperation(operator, deleting);
@@ -93,7 +93,7 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
     });
 
   const first = await waiting();
-  const creating = await holdDeployments(local, "CREATE", "default", name);
+  const creating = await holdWrites(local, "deployments", "CREATE", "default", name);
   await approve(first);
   await crashDuringOperation(operator, creating);
   operator = await startOperatorProcess(local.kubeconfig, { stateDir });

@@ -83,7 +83,7 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   });
   const tokenKubeconfig = join(stateDir, "operator.kubeconfig");
   writeFileSync(tokenKubeconfig, tokenConfig.exportConfig(), { mode: 0o600 });
-  const operator = await startOperatorProcess(tokenKubeconfig, { env: { APPSTACK_LEASE_NAMESPACE: "appstack-system" }, installCrds: false });
+  const operator = await startOperatorProcess(tokenKubeconfig, { env: { APPSTACK_LEASE_NAMESPACE: "appstack-system" }, installApi: false });
   try {
     const workloads = new Workloads(local.kubeconfig);
     await workloads.create({ kind: "App", metadata: { name: "rbac-ok", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });

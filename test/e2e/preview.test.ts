@@ -2,18 +2,15 @@
 // and `appstack preview -f` on the command line, with the real engine on a real API server. The
 // point of a preview is that nothing happens: every step checks the cluster is untouched.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
-import yaml from "js-yaml";
 import { approveAnnotation, type App, type PreviewStatus } from "../../crds/types.ts";
 import { stackName } from "../../operator/stack-names.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
-import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, previewCli, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
 let workloads: Workloads;
@@ -35,12 +32,8 @@ async function deployment(name: string): Promise<V1Deployment | undefined> {
 
 /** Waits for a preview other than `previous` (by plan id) and returns it. */
 async function previewOf(name: string, previous?: string): Promise<{ app: App; preview: PreviewStatus }> {
-  return eventually(`a new preview of ${name}`, async () => {
-    const app = (await workloads.get("App", namespace, name)) as App;
-    const preview = app.status?.preview;
-    const current = app.status?.observedGeneration === app.metadata.generation;
-    return preview && current && preview.planId !== previous && preview.generation === app.metadata.generation ? { app, preview } : undefined;
-  });
+  const { object, preview } = await workloads.previewOf("App", namespace, name, previous);
+  return { app: object as App, preview };
 }
 
 function step(preview: PreviewStatus, type: string) {
@@ -48,7 +41,7 @@ function step(preview: PreviewStatus, type: string) {
 }
 
 async function approve(name: string, planId: string): Promise<void> {
-  await workloads.merge("App", namespace, name, { metadata: { annotations: { [approveAnnotation]: planId } } });
+  await workloads.approve("App", namespace, name, planId);
 }
 
 async function approvalRemoved(name: string): Promise<void> {
@@ -119,7 +112,7 @@ test("updatePolicy Preview: a scale change is an update of spec.replicas that wa
 test("updatePolicy Preview: a Deployment deleted out of band is previewed as a create, and comes back only when approved", async () => {
   await cluster().apps.deleteNamespacedDeployment({ name: "gated", namespace });
   const { preview } = await previewOf("gated", ((await workloads.get("App", namespace, "gated")) as App).status?.preview?.planId);
-  assert.equal(preview.reason, "the Deployment was deleted");
+  assert.equal(preview.reason, "drift: Deployment gated: missing");
   assert.equal(step(preview, "kubernetes:apps/v1:Deployment")?.step, "create");
   assert.equal(step(preview, "kubernetes:core/v1:Service")?.step, "same");
   assert.equal(await deployment("gated"), undefined, "drift under Preview is not repaired without approval");
@@ -129,21 +122,8 @@ test("updatePolicy Preview: a Deployment deleted out of band is previewed as a c
   assert.equal((await deployment("gated"))?.spec?.replicas, 3);
 });
 
-interface CliResult {
-  readonly status: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function previewCli(objects: object[], ...flags: string[]): CliResult {
-  const file = join(files, `objects-${Date.now()}.yaml`);
-  writeFileSync(file, objects.map((object) => yaml.dump(object)).join("---\n"));
-  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cli.ts"), "preview", "-f", file, ...flags], {
-    cwd: repoRoot,
-    encoding: "utf8",
-    env: { ...process.env, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator!.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" },
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+function previewCliOf(objects: object[], ...flags: string[]) {
+  return previewCli({ kubeconfig: cluster().cluster.kubeconfig, stateDir: operator!.stateDir, scratch: files }, objects, ...flags);
 }
 
 const appObject = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec });
@@ -152,12 +132,12 @@ test("appstack preview -f: exit 2 and the diff for a scale change, 0 for no chan
   await workloads.create({ kind: "App", metadata: { name: "cli", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
   const before = await workloads.ready("App", namespace, "cli");
 
-  const scaled = previewCli([appObject("cli", { image: "nginx:1.27", replicas: 4 })]);
+  const scaled = previewCliOf([appObject("cli", { image: "nginx:1.27", replicas: 4 })]);
   assert.equal(scaled.status, 2, scaled.stderr);
   assert.match(scaled.stdout, /~ kubernetes:apps\/v1:Deployment: \(update\)/);
   assert.match(scaled.stdout, /replicas: 1 => 4/);
 
-  const data = previewCli([appObject("cli", { image: "nginx:1.28", replicas: 1 })], "--json");
+  const data = previewCliOf([appObject("cli", { image: "nginx:1.28", replicas: 1 })], "--json");
   assert.equal(data.status, 2, data.stderr);
   const parsed = JSON.parse(data.stdout) as { changes: boolean; objects: { new: boolean; steps: PreviewStatus["steps"]; changes: Record<string, number> }[] };
   assert.equal(parsed.changes, true);
@@ -165,10 +145,10 @@ test("appstack preview -f: exit 2 and the diff for a scale change, 0 for no chan
   assert.deepEqual(parsed.objects[0]?.steps.find((s) => s.type === "kubernetes:apps/v1:Deployment")?.paths, ["spec.template.spec.containers[0].image"]);
 
   // The live spec again: Pulumi has nothing to do.
-  const same = previewCli([appObject("cli", { image: "nginx:1.27", replicas: 1 })]);
+  const same = previewCliOf([appObject("cli", { image: "nginx:1.27", replicas: 1 })]);
   assert.equal(same.status, 0, same.stdout + same.stderr);
 
-  const invalid = previewCli([appObject("cli", { image: "nginx:1.27", replicas: -1 })]);
+  const invalid = previewCliOf([appObject("cli", { image: "nginx:1.27", replicas: -1 })]);
   assert.equal(invalid.status, 1);
   assert.match(invalid.stderr, /spec\.replicas.*greater than or equal to 0/);
 
@@ -181,7 +161,7 @@ test("appstack preview -f: exit 2 and the diff for a scale change, 0 for no chan
 });
 
 test("appstack preview -f: a new object previews as creates without creating the object, its children or its stack", async () => {
-  const result = previewCli([appObject("unborn", { image: "nginx:1.27", port: 8080 }), { apiVersion: "appstack.dev/v1alpha1", kind: "Memcached", metadata: { name: "unborn-cache", namespace }, spec: { size: 2 } }], "--json");
+  const result = previewCliOf([appObject("unborn", { image: "nginx:1.27", port: 8080 }), { apiVersion: "appstack.dev/v1alpha1", kind: "Memcached", metadata: { name: "unborn-cache", namespace }, spec: { size: 2 } }], "--json");
   assert.equal(result.status, 2, result.stderr);
   const parsed = JSON.parse(result.stdout) as { objects: { kind: string; new: boolean; steps: PreviewStatus["steps"] }[] };
   assert.deepEqual(parsed.objects.map((o) => [o.kind, o.new]), [["App", true], ["Memcached", true]]);

@@ -7,22 +7,12 @@ import { CoordinationV1Api } from "@kubernetes/client-node";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
-import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, httpGet as get, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const replicas: OperatorProcess[] = [];
 const cluster = useCluster(undefined, async () => {
   for (const replica of replicas) await disposeOperator(replica);
 });
-
-async function get(port: number, path: string): Promise<{ status: number; body: string }> {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`);
-  return { status: response.status, body: await response.text() };
-}
-
-function metric(body: string, name: string): number | undefined {
-  const line = body.split("\n").find((l) => l.startsWith(name + " ") || l.startsWith(name + "{"));
-  return line === undefined ? undefined : Number(line.split(" ").at(-1));
-}
 
 test("one of two replicas leads and reconciles; the other takes over when it dies", async () => {
   const kubeconfig = cluster().cluster.kubeconfig;

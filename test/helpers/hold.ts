@@ -18,13 +18,18 @@ export interface Hold {
 }
 
 interface AdmissionReview {
-  request: { uid: string; operation: string; dryRun?: boolean; name?: string };
+  request: { uid: string; operation: string; dryRun?: boolean; name?: string; resource: { resource: string }; subResource?: string; options?: { fieldManager?: string } };
 }
 
 const probeName = "hold-probe";
 
-/** Holds `operation`s of apps/v1 Deployments named `name` in `namespace`. */
-export async function holdDeployments(local: LocalCluster, operation: "CREATE" | "DELETE", namespace: string, name: string): Promise<Hold> {
+const groups = { deployments: "apps", services: "" } as const;
+
+/**
+ * Holds `operation`s of the Deployments (or Services) named `name` in `namespace`; with
+ * `fieldManager`, only the writes of a matching field manager (the engine's, not a person's).
+ */
+export async function holdWrites(local: LocalCluster, resource: keyof typeof groups, operation: "CREATE" | "UPDATE" | "DELETE", namespace: string, name: string, fieldManager?: RegExp): Promise<Hold> {
   const kc = loadKubeConfig(local.kubeconfig);
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const waiting: Array<() => void> = [];
@@ -32,7 +37,7 @@ export async function holdDeployments(local: LocalCluster, operation: "CREATE" |
   let markHeld!: () => void;
   const held = new Promise<void>((resolve, reject) => {
     markHeld = resolve;
-    setTimeout(() => reject(new Error(`no ${operation} of deployment ${namespace}/${name} within a minute`)), 60_000).unref();
+    setTimeout(() => reject(new Error(`no ${operation} of ${resource} ${namespace}/${name} within a minute`)), 60_000).unref();
   });
   // Rejected before anyone waits on it (the test failed earlier), it must not fail the run.
   held.catch(() => undefined);
@@ -50,7 +55,9 @@ export async function holdDeployments(local: LocalCluster, operation: "CREATE" |
         res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: review.request.uid, allowed: true } }));
       };
       if (review.request.name === probeName) probed = true;
-      if (review.request.dryRun || review.request.operation !== operation || review.request.name !== name) return answer();
+      const { request } = review;
+      if (request.dryRun || request.operation !== operation || request.name !== name || request.resource.resource !== resource || request.subResource) return answer();
+      if (fieldManager && !fieldManager.test(request.options?.fieldManager ?? "")) return answer();
       waiting.push(answer);
       markHeld();
     });
@@ -60,7 +67,7 @@ export async function holdDeployments(local: LocalCluster, operation: "CREATE" |
   server.unref();
   const port = (server.address() as AddressInfo).port;
 
-  const configName = `appstack-test-hold-${operation.toLowerCase()}`;
+  const configName = `appstack-test-hold-${resource}-${operation.toLowerCase()}`;
   await admission.createValidatingWebhookConfiguration({
     body: {
       metadata: { name: configName },
@@ -74,7 +81,11 @@ export async function holdDeployments(local: LocalCluster, operation: "CREATE" |
           timeoutSeconds: 30,
           clientConfig: { url: `https://127.0.0.1:${port}/hold`, caBundle: pki("ca.crt").toString("base64") },
           namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-          rules: [{ apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: [...new Set([operation, "CREATE"])], scope: "Namespaced" }],
+          // Deployment creates always pass by the webhook: the probe below is one.
+          rules: [
+            { apiGroups: [groups[resource]], apiVersions: ["v1"], resources: [resource], operations: [operation], scope: "Namespaced" },
+            { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"], scope: "Namespaced" },
+          ],
         },
       ],
     },

@@ -1,20 +1,25 @@
 // Runs the operator as users run it: its own process, against a test cluster, state in a temporary
 // folder. The test reads results from the API server, never from the operator.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, rmSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
-import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
-import { installCrds } from "../../operator/apply.ts";
+import yaml from "js-yaml";
+import { approveAnnotation, group, plurals, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { installApi } from "../../operator/apply.ts";
 import { kubeClients } from "../../operator/kube.ts";
 import { orphanedPlugins } from "../../operator/orphans.ts";
+import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
+import { ProcessTreeSampler } from "./proctree.ts";
 
 export interface OperatorProcess {
   readonly stateDir: string;
+  /** Where /healthz, /readyz and /metrics listen (127.0.0.1). */
+  readonly healthPort: number;
   readonly logFile: string;
   readonly child: ChildProcess;
   /** SIGTERM and wait (graceful), or SIGKILL of the whole process group (a crash: the plugins live on). */
@@ -29,10 +34,11 @@ function killProcess(pid: number): void {
   }
 }
 
-export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string>; installCrds?: boolean } = {}): Promise<OperatorProcess> {
-  if (options.installCrds ?? true) await installCrds(kubeClients(kubeconfig));
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string>; installApi?: boolean } = {}): Promise<OperatorProcess> {
+  if (options.installApi ?? true) await installApi(kubeClients(kubeconfig));
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
   const logFile = join(stateDir, `operator-${Date.now()}.log`);
+  const healthAddress = options.env?.["APPSTACK_HEALTH_ADDR"] ?? `127.0.0.1:${(await freeLoopbackPorts(1))[0]}`;
   const out = openSync(logFile, "a");
   const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/main.ts")], {
     cwd: repoRoot,
@@ -47,9 +53,8 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
       APPSTACK_LOG_LEVEL: "debug",
       APPSTACK_RETRY_BASE_MS: "1000",
       APPSTACK_RETRY_MAX_MS: "10000",
-      // Any free port, unless a test names one to probe.
-      APPSTACK_HEALTH_ADDR: "127.0.0.1:0",
       ...options.env,
+      APPSTACK_HEALTH_ADDR: healthAddress,
     },
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -63,6 +68,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   process.once("exit", killAll);
   return {
     stateDir,
+    healthPort: Number(healthAddress.split(":").at(-1)),
     logFile,
     child,
     async stop(how = "SIGTERM") {
@@ -101,6 +107,10 @@ export class Workloads {
     return (await this.api.getNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name })) as Workload;
   }
 
+  async list(kind: WorkloadKind, namespace: string): Promise<Workload[]> {
+    return ((await this.api.listNamespacedCustomObject({ group, version, plural: plurals[kind], namespace })) as { items: Workload[] }).items;
+  }
+
   async mergeSpec(kind: WorkloadKind, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
     await this.merge(kind, namespace, name, { spec });
   }
@@ -137,10 +147,85 @@ export class Workloads {
     }, timeoutMs);
   }
 
+  /** Waits for a preview of the current generation other than `previous` (by plan id). */
+  async previewOf(kind: WorkloadKind, namespace: string, name: string, previous?: string): Promise<{ object: Workload; preview: PreviewStatus }> {
+    return eventually(`a new preview of ${kind} ${namespace}/${name}`, async () => {
+      const object = await this.get(kind, namespace, name);
+      const preview = object.status?.preview;
+      const current = object.status?.observedGeneration === object.metadata.generation;
+      return preview && current && preview.planId !== previous && preview.generation === object.metadata.generation ? { object, preview } : undefined;
+    });
+  }
+
+  /** What `kubectl annotate app NAME appstack.dev/approve=PLAN` does. */
+  async approve(kind: WorkloadKind, namespace: string, name: string, planId: string): Promise<void> {
+    await this.merge(kind, namespace, name, { metadata: { annotations: { [approveAnnotation]: planId } } });
+  }
+
   async condition(kind: WorkloadKind, namespace: string, name: string, type: string, status: string, timeoutMs = 120_000): Promise<Workload> {
     return eventually(`${kind} ${namespace}/${name} ${type}=${status}`, async () => {
       const object = await this.get(kind, namespace, name);
       return object.status?.conditions?.some((c) => c.type === type && c.status === status) ? object : undefined;
     }, timeoutMs);
   }
+}
+
+/** A metric's value in Prometheus text: the first series of `name` whose labels include `labels`. */
+export function metricValue(body: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = body.split("\n").find((l) => (l.startsWith(name + " ") || l.startsWith(name + "{")) && wanted.every((w) => l.includes(w)));
+  return line === undefined ? undefined : Number(line.split(" ").at(-1));
+}
+
+export async function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`);
+  return { status: response.status, body: await response.text() };
+}
+
+export interface CliResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** `appstack preview -f` over `objects`, against a cluster and an operator's stack state. */
+export function previewCli(target: { kubeconfig: string; stateDir: string; scratch: string }, objects: object[], ...flags: string[]): CliResult {
+  const file = join(target.scratch, `objects-${Date.now()}.yaml`);
+  writeFileSync(file, objects.map((object) => yaml.dump(object)).join("---\n"));
+  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cli.ts"), "preview", "-f", file, ...flags], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    env: { ...process.env, KUBECONFIG: target.kubeconfig, APPSTACK_STATE_DIR: target.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export interface QuietPeriod {
+  /** Pulumi CLI processes the operator started meanwhile, seen in /proc every 20 ms (each lives far longer). */
+  readonly pulumiProcesses: number;
+  /** Reconciles that ran meanwhile (appstack_reconcile_total, every kind and result). */
+  readonly reconciles: number;
+  readonly resyncs: number;
+  /** Pulumi operations the operator counted meanwhile. */
+  readonly operations: number;
+}
+
+/** The sum of every series of a counter in Prometheus text. */
+export function counterTotal(body: string, name: string): number {
+  return body.split("\n").filter((l) => l.startsWith(name + " ") || l.startsWith(name + "{")).reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+}
+
+/** Runs `work` while counting what the operator did: reconciles, resyncs, and every Pulumi process it started. */
+export async function watchOperator(operator: OperatorProcess, work: () => Promise<void>): Promise<QuietPeriod> {
+  const sampler = new ProcessTreeSampler(operator.child.pid!);
+  const before = (await httpGet(operator.healthPort, "/metrics")).body;
+  sampler.start(20);
+  try {
+    await work();
+  } finally {
+    sampler.stop();
+  }
+  const after = (await httpGet(operator.healthPort, "/metrics")).body;
+  const delta = (name: string) => counterTotal(after, name) - counterTotal(before, name);
+  return { pulumiProcesses: sampler.pulumiProcesses, reconciles: delta("appstack_reconcile_total"), resyncs: delta("appstack_resync_total"), operations: delta("appstack_pulumi_operations_total") };
 }

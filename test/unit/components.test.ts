@@ -71,7 +71,7 @@ test("an App with a port becomes a Deployment and a Service with explicit, uniqu
       name: "web",
       namespace: "team-a",
       labels,
-      annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true" },
+      annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true", "pulumi.com/patchFieldManager": "appstack" },
       ownerReferences: [{ apiVersion: "appstack.dev/v1alpha1", kind: "App", name: "web", uid: "uid-web", controller: true, blockOwnerDeletion: true }],
     },
     spec: {

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
 import { conditionsFor } from "../../operator/conditions.ts";
-import { decide, decodeApplied, encodeApplied, programVersion, type Applied } from "../../operator/drift.ts";
+import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/drift.ts";
 import { stackName } from "../../operator/stack-names.ts";
 import { engineMessage } from "../../operator/stacks.ts";
 import { rolloutPhase } from "../../operator/status.ts";
@@ -21,30 +21,31 @@ test("stack names are unique per kind, namespace and name, and valid for Pulumi 
   assert.match(a, /^[a-zA-Z0-9._-]+$/);
 });
 
-const applied: Applied = { programVersion, generation: 2, deploymentUid: "d1", deploymentGeneration: 5, serviceUid: "s1" };
+const applied: Applied = { programVersion, generation: 2 };
+const decision = (over: Partial<DecisionInput>) => decide({ generation: 2, applied, drift: [], orphanedState: false, ...over });
 
-test("the applied record survives a round trip through status", () => {
+test("the applied record survives a round trip through status; older records read as none", () => {
   assert.deepEqual(decodeApplied(encodeApplied(applied)), applied);
-  assert.deepEqual(decodeApplied(encodeApplied({ ...applied, serviceUid: "" })), { ...applied, serviceUid: "" });
+  assert.equal(decodeApplied("v=1;g=2;d=uid@3;s="), undefined);
   assert.equal(decodeApplied("garbage"), undefined);
 });
 
-test("nothing changed means no Pulumi run", () => {
-  assert.deepEqual(decide(2, applied, { deployment: { uid: "d1", generation: 5 }, serviceUid: "s1" }), { action: "none" });
-  // The cache has not seen our own update yet: not drift.
-  assert.deepEqual(decide(2, applied, { deployment: { uid: "d1", generation: 4 }, serviceUid: "s1" }), { action: "none" });
+test("nothing changed and nothing differs means no Pulumi run", () => {
+  assert.deepEqual(decision({}), { action: "none" });
 });
 
-test("a spec change applies, an out-of-band change repairs", () => {
-  assert.equal(decide(3, applied, { deployment: { uid: "d1", generation: 5 }, serviceUid: "s1" }).action, "apply");
-  assert.equal(decide(2, undefined, {}).action, "apply");
-  assert.equal(decide(2, { ...applied, programVersion: "0" }, { deployment: { uid: "d1", generation: 5 }, serviceUid: "s1" }).action, "apply");
-  assert.equal(decide(2, applied, { serviceUid: "s1" }).action, "repair");
-  assert.equal(decide(2, applied, { deployment: { uid: "d2", generation: 1 }, serviceUid: "s1" }).action, "repair");
-  assert.equal(decide(2, applied, { deployment: { uid: "d1", generation: 6 }, serviceUid: "s1" }).action, "repair");
-  assert.equal(decide(2, applied, { deployment: { uid: "d1", generation: 5 } }).action, "repair");
-  // A Service nobody asked for is not Pulumi's to delete: no endless repairs.
-  assert.deepEqual(decide(2, { ...applied, serviceUid: "" }, { deployment: { uid: "d1", generation: 5 }, serviceUid: "x" }), { action: "none" });
+test("a spec change applies, a difference in the live children repairs", () => {
+  assert.deepEqual(decision({ generation: 3 }), { action: "apply", reason: "spec changed (generation 2 -> 3)", refresh: false });
+  assert.deepEqual(decision({ applied: undefined }), { action: "apply", reason: "never applied", refresh: false });
+  assert.equal(decision({ applied: { ...applied, programVersion: "0" } }).action, "apply");
+  const repair = decision({ drift: ["Deployment web: spec.replicas: 5, want 2", "Service web: missing"] });
+  assert.equal(repair.action, "repair");
+  assert.match(repair.action === "repair" ? repair.reason : "", /spec\.replicas: 5, want 2; Service web: missing/);
+});
+
+test("a new object whose stack already records resources is refreshed before anything is applied", () => {
+  const fresh = decision({ applied: undefined, orphanedState: true });
+  assert.equal(fresh.action === "apply" && fresh.refresh, true);
 });
 
 const app = (replicas: number): App => ({
@@ -95,4 +96,11 @@ test("the engine's failure reads as its diagnosis, once, without URNs or framing
     'was not successfully created by the Kubernetes API server: Deployment.apps "cache" is invalid: spec.template.spec.containers[0].image: Required value',
   );
   assert.equal(engineMessage(new Error("spawn pulumi ENOENT")), "spawn pulumi ENOENT");
+  // A failed preview: the reason is the bullet under the provider's framing.
+  const preview = [
+    " ~  kubernetes:apps/v1:Deployment gated updating (0s) [diff: ~spec]; error: Preview failed: 1 error occurred:",
+    '    \t* the Kubernetes API server reported that "default/gated" failed to fully initialize or become live: Deployment.apps "gated" is invalid: spec.template.spec.containers[0].ports[1].name: Duplicate value: "http"',
+    "    pulumi:pulumi:Stack appstack-app.default.gated  error: preview failed",
+  ].join("\n");
+  assert.match(engineMessage(new Error(preview)), /^the Kubernetes API server reported .*Duplicate value: "http"$/);
 });

@@ -12,18 +12,18 @@ import { previewBasis } from "../../operator/drift.ts";
 import { PlanStore } from "../../operator/plans.ts";
 import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/preview-steps.ts";
 
-const basis = previewBasis(3, { deployment: { uid: "d1", generation: 2 }, serviceUid: "s1" });
+const basis = previewBasis(3, ["Deployment web: spec.replicas: 1, want 3"]);
 const waiting: PreviewStatus = { planId: "aaaaaaaaaaaa", generation: 3, basis, reason: "spec changed", time: "", changes: { update: 1 }, steps: [] };
-const changed = { action: "apply", reason: "spec changed" } as const;
+const changed = { action: "apply", reason: "spec changed", refresh: false } as const;
 const stored = (id: string) => (id === waiting.planId ? `/plans/${id}.json` : undefined);
 const input = (over: Partial<GateInput>): GateInput => ({ decision: changed, basis, preview: waiting, findPlan: stored, ...over });
 
-test("the basis of a preview changes with the generation and with either child", () => {
-  const live = { deployment: { uid: "d1", generation: 2 }, serviceUid: "s1" };
-  assert.notEqual(previewBasis(4, live), basis);
-  assert.notEqual(previewBasis(3, { ...live, deployment: { uid: "d1", generation: 3 } }), basis);
-  assert.notEqual(previewBasis(3, { ...live, serviceUid: undefined }), basis);
-  assert.equal(previewBasis(3, { ...live }), basis);
+test("the basis of a preview changes with the generation and with what differs in the children", () => {
+  const drift = ["Deployment web: spec.replicas: 1, want 3"];
+  assert.notEqual(previewBasis(4, drift), basis);
+  assert.notEqual(previewBasis(3, [...drift, "Service web: spec.type: \"NodePort\", want \"ClusterIP\""]), basis);
+  assert.notEqual(previewBasis(3, []), basis);
+  assert.equal(previewBasis(3, [...drift]), basis);
 });
 
 test("without an approval: preview once per basis, then wait; nothing to change means settled", () => {

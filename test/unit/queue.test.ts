@@ -157,3 +157,21 @@ test("a paused queue collects keys while the caches sync and runs each once when
   await queue.idle();
   assert.deepEqual(runs, ["App/default/web", "Memcached/default/cache"]);
 });
+
+test("a resync adds every key but those waiting for a retry: only an event cuts a backoff short", async () => {
+  const clock = new FakeClock();
+  const runs: string[] = [];
+  const queue = new WorkQueue(async (key) => {
+    runs.push(key);
+    if (key === "failing") throw new Error("still failing");
+  }, { ...options, clock });
+  queue.add("failing");
+  await queue.idle();
+  assert.deepEqual(clock.pendingDelays(), [1000]);
+  queue.resync(["failing", "settled"]);
+  await queue.idle();
+  assert.deepEqual(runs, ["failing", "settled"]);
+  queue.add("failing");
+  await queue.idle();
+  assert.deepEqual(runs, ["failing", "settled", "failing"]);
+});

@@ -1,0 +1,41 @@
+// appstack never takes over an object it did not create. The operator checks before every update,
+// but between its check and the engine's write someone may create an object of the same name, and
+// the pinned Kubernetes provider turns a create of an existing object into an update ("upsert",
+// server-side apply). This policy closes that window in the API server itself: an update may not
+// make an existing Deployment or Service controlled by an appstack object it was not created for.
+
+export const ownershipPolicyName = "appstack.dev-ownership";
+
+/** A reference to an appstack object that the object before the update does not carry too. */
+const takesOver =
+  "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.apiVersion.startsWith('appstack.dev/') && " +
+  "!(has(oldObject.metadata.ownerReferences) && oldObject.metadata.ownerReferences.exists(o, o.uid == r.uid)))";
+
+export const ownershipPolicy = {
+  apiVersion: "admissionregistration.k8s.io/v1",
+  kind: "ValidatingAdmissionPolicy",
+  metadata: { name: ownershipPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } },
+  spec: {
+    failurePolicy: "Fail",
+    matchConstraints: {
+      resourceRules: [
+        { apiGroups: ["apps"], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["deployments"] },
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["services"] },
+      ],
+    },
+    validations: [
+      {
+        expression: `!(${takesOver})`,
+        message: "appstack does not take over an existing object: it was not created for the appstack object that now claims it (ResourceConflict)",
+        reason: "Forbidden",
+      },
+    ],
+  },
+} as const;
+
+export const ownershipPolicyBinding = {
+  apiVersion: "admissionregistration.k8s.io/v1",
+  kind: "ValidatingAdmissionPolicyBinding",
+  metadata: { name: ownershipPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } },
+  spec: { policyName: ownershipPolicyName, validationActions: ["Deny"] },
+} as const;

@@ -1,0 +1,111 @@
+// Drift without an engine: the live children compared with the manifests the components apply,
+// as the API server returns them (defaults added, quantities canonical, empty strings omitted).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { V1Deployment, V1Service } from "@kubernetes/client-node";
+import { childManifests } from "../../components/manifests.ts";
+import type { App } from "../../crds/types.ts";
+import { judge, summarize } from "../../operator/children.ts";
+import { differences, quantityValue } from "../../operator/compare.ts";
+
+const app: App = {
+  apiVersion: "appstack.dev/v1alpha1",
+  kind: "App",
+  metadata: { name: "web", namespace: "team-a", uid: "uid-web", generation: 1 },
+  spec: { image: "nginx:1.27", replicas: 2, port: 8080, env: [{ name: "MODE", value: "e2e" }, { name: "EMPTY", value: "" }], resources: { requests: { cpu: "0.5", memory: "1024Mi" } } },
+};
+
+const [deploymentChild, serviceChild] = childManifests(app);
+
+const copy = <T>(value: unknown): T => JSON.parse(JSON.stringify(value)) as T;
+
+/** What the API server makes of the Deployment manifest: defaults, canonical quantities, omitted empty strings. */
+function storedDeployment(): V1Deployment {
+  const live = copy<V1Deployment>(deploymentChild!.manifest);
+  live.metadata = { ...live.metadata, uid: "child-uid", resourceVersion: "7", generation: 1, managedFields: [] };
+  live.spec!.strategy = { type: "RollingUpdate" };
+  const container = live.spec!.template.spec!.containers[0]!;
+  container.imagePullPolicy = "IfNotPresent";
+  container.env = container.env!.map((e) => (e.value === "" ? { name: e.name } : e));
+  container.resources = { requests: { cpu: "500m", memory: "1Gi" } };
+  return live;
+}
+
+function storedService(): V1Service {
+  const live = copy<V1Service>(serviceChild!.manifest);
+  live.metadata = { ...live.metadata, uid: "service-uid" };
+  live.spec = { ...live.spec, clusterIP: "10.0.0.12", sessionAffinity: "None" };
+  return live;
+}
+
+const containerOf = (d: V1Deployment) => d.spec!.template.spec!.containers[0]!;
+
+test("the children as the API server stores them match their manifests", () => {
+  assert.deepEqual(differences(deploymentChild!.manifest, storedDeployment()), []);
+  assert.deepEqual(differences(serviceChild!.manifest, storedService()), []);
+});
+
+test("every field appstack sets is compared: replicas, image, env, ports, labels, annotations, Service ports and type", () => {
+  const edits: [(live: V1Deployment) => void, RegExp][] = [
+    [(d) => (d.spec!.replicas = 5), /^spec\.replicas: 5, want 2$/],
+    [(d) => (containerOf(d).image = "evil:1"), /containers\[app\]\.image: "evil:1", want "nginx:1\.27"/],
+    [(d) => (containerOf(d).env![0]!.value = "prod"), /env\[MODE\]\.value: "prod", want "e2e"/],
+    [(d) => containerOf(d).env!.splice(0, 1), /env\[MODE\]: missing/],
+    [(d) => (containerOf(d).ports![0]!.containerPort = 9090), /ports\[http\]\.containerPort: 9090, want 8080/],
+    [(d) => (containerOf(d).resources!.requests!["cpu"] = "1"), /resources\.requests\.cpu: "1", want "0\.5"/],
+    [(d) => delete d.metadata!.labels!["app.kubernetes.io/managed-by"], /metadata\.labels\[app\.kubernetes\.io\/managed-by\]: missing, want "appstack"/],
+    [(d) => delete d.metadata!.annotations!["pulumi.com/patchForce"], /annotations\[pulumi\.com\/patchForce\]: missing/],
+    [(d) => (d.spec!.template.metadata!.labels!["app.kubernetes.io/instance"] = "other"), /template\.metadata\.labels/],
+  ];
+  for (const [edit, expected] of edits) {
+    const live = storedDeployment();
+    edit(live);
+    const found = differences(deploymentChild!.manifest, live);
+    assert.equal(found.length, 1, `${expected}: ${found.join(" | ")}`);
+    assert.match(found[0]!, expected);
+  }
+  const serviceEdits: [(live: V1Service) => void, RegExp][] = [
+    [(s) => (s.spec!.ports![0]!.targetPort = 9090), /spec\.ports\[http\]\.targetPort: 9090, want "http"/],
+    [(s) => (s.spec!.ports![0]!.port = 80), /spec\.ports\[http\]\.port: 80, want 8080/],
+    [(s) => (s.spec!.type = "NodePort"), /spec\.type: "NodePort", want "ClusterIP"/],
+    [(s) => (s.spec!.selector = { app: "other" }), /spec\.selector/],
+  ];
+  for (const [edit, expected] of serviceEdits) {
+    const live = storedService();
+    edit(live);
+    assert.match(differences(serviceChild!.manifest, live).join(" | "), expected);
+  }
+});
+
+test("what others add is theirs: extra labels, env entries, containers and defaults are not drift", () => {
+  const live = storedDeployment();
+  live.metadata!.labels!["team"] = "dba";
+  live.metadata!.annotations!["deployment.kubernetes.io/revision"] = "3";
+  containerOf(live).env!.push({ name: "INJECTED", value: "1" });
+  live.spec!.template.spec!.containers.push({ name: "sidecar", image: "envoy" });
+  assert.deepEqual(differences(deploymentChild!.manifest, live), []);
+});
+
+test("quantities compare by value", () => {
+  assert.equal(quantityValue("0.5"), quantityValue("500m"));
+  assert.equal(quantityValue("1Gi"), quantityValue("1024Mi"));
+  assert.equal(quantityValue("1.5Gi"), 1.5 * 2 ** 30);
+  assert.equal(quantityValue("1e3"), quantityValue("1k"));
+  assert.equal(quantityValue("nginx"), undefined);
+});
+
+test("a child is the object's own only when its controller reference names the object's uid", () => {
+  const ours = storedDeployment();
+  assert.equal(judge(app, deploymentChild!, ours).state, "owned");
+  assert.equal(judge(app, deploymentChild!, undefined).state, "missing");
+  const users = { metadata: { name: "web", namespace: "team-a", labels: { owner: "dba" } } };
+  assert.equal(judge(app, deploymentChild!, users).state, "foreign");
+  const memcacheds = { metadata: { name: "web", namespace: "team-a", ownerReferences: [{ apiVersion: "appstack.dev/v1alpha1", kind: "Memcached", name: "web", uid: "uid-cache", controller: true }] } };
+  const judged = judge(app, deploymentChild!, memcacheds);
+  assert.deepEqual(judged.state === "foreign" ? judged.controller : undefined, "Memcached/web");
+
+  const observed = summarize([judge(app, deploymentChild!, memcacheds), judge(app, serviceChild!, undefined)]);
+  assert.equal(observed.deployment, undefined, "another object's Deployment is never reported as this one's");
+  assert.equal(observed.conflicts.length, 1);
+  assert.deepEqual(observed.drift, ["Service web: missing"]);
+});
