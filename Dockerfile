@@ -27,4 +27,4 @@ ENV PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
     APPSTACK_CACHE_DIR=/nonexistent \
     NODE_ENV=production
 USER 65532:65532
-ENTRYPOINT ["node", "--import", "tsx", "operator/main.ts"]
+ENTRYPOINT ["node", "--import", "tsx", "operator/cmd/main.ts"]

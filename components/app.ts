@@ -1,9 +1,10 @@
 // App: a Deployment, and a ClusterIP Service when the App has a port.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { AppSpec } from "../crds/types.ts";
+import type { App, AppSpec } from "../crds/types.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
+import type { ChildManifest, WorkloadDescription } from "./workload.ts";
 
 export interface AppWorkloadArgs {
   /** The App the children belong to. A plain value: it names and labels the children. */
@@ -24,3 +25,15 @@ export class AppWorkload extends pulumi.ComponentResource {
     this.registerOutputs({ deployment: this.deployment.metadata.name, service: this.service?.metadata.name });
   }
 }
+
+export const appKind: WorkloadDescription<App> = {
+  kind: "App",
+  appName: (object) => object.metadata.name,
+  children(owner, spec) {
+    const service = appService(owner, spec);
+    const children: ChildManifest[] = [{ kind: "Deployment", name: owner.name, manifest: appDeployment(owner, spec) }];
+    return service ? [...children, { kind: "Service", name: owner.name, manifest: service }] : children;
+  },
+  component: (owner, spec, opts) => new AppWorkload(owner.name, { owner, spec }, opts),
+  replicas: (spec) => spec.replicas,
+};

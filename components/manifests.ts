@@ -1,20 +1,11 @@
 // What appstack's components create, as plain manifests: no Pulumi at run time here, so the same
 // functions serve the components, their tests, and the benchmark's baseline reconciler.
 import type * as k8s from "@pulumi/kubernetes";
-import type { AppSpec, MemcachedSpec, Workload } from "../crds/types.ts";
-import { childMetadata, ownerOf, selectorLabels, type Owner } from "./metadata.ts";
+import type { AppSpec, MemcachedSpec } from "../crds/types.ts";
+import { childMetadata, selectorLabels, type Owner } from "./metadata.ts";
 
-const memcachedAppName = "memcached";
-
-/** The app.kubernetes.io/name of an object's children: the App's own name, or "memcached". */
-export function appNameOf(object: Workload): string {
-  return object.kind === "App" ? object.metadata.name : memcachedAppName;
-}
-
-/** The labels that select exactly the pods of `object`. */
-export function podSelector(object: Workload): Record<string, string> {
-  return selectorLabels(ownerOf(object), appNameOf(object));
-}
+/** The app.kubernetes.io/name of a Memcached's children. */
+export const memcachedAppName = "memcached";
 
 const containerName = "app";
 
@@ -94,28 +85,4 @@ export function memcachedService(owner: Owner): k8s.types.input.core.v1.Service 
       ports: [{ name: "memcached", port: memcachedPort, targetPort: "memcached", protocol: "TCP" }],
     },
   };
-}
-
-/** A child of an appstack object as its component declares it: the kind and the manifest applied. */
-export interface ChildManifest {
-  readonly kind: "Deployment" | "Service";
-  readonly name: string;
-  readonly manifest: k8s.types.input.apps.v1.Deployment | k8s.types.input.core.v1.Service;
-}
-
-/** Every child `object` has, with the manifests its component applies (the same functions). */
-export function childManifests(object: Workload): ChildManifest[] {
-  const owner = ownerOf(object);
-  const children: ChildManifest[] = [];
-  const add = (kind: ChildManifest["kind"], manifest: ChildManifest["manifest"] | undefined) => {
-    if (manifest) children.push({ kind, name: owner.name, manifest });
-  };
-  if (object.kind === "App") {
-    add("Deployment", appDeployment(owner, object.spec));
-    add("Service", appService(owner, object.spec));
-  } else {
-    add("Deployment", memcachedDeployment(owner, object.spec));
-    add("Service", memcachedService(owner));
-  }
-  return children;
 }

@@ -2,13 +2,13 @@
 // written with @kubernetes/client-node server-side apply and no Pulumi. It applies the same
 // manifests appstack's components make, and reports Ready the same way.
 import { makeInformer, PatchStrategy, setHeaderOptions, type KubernetesObject } from "@kubernetes/client-node";
-import { applyObjects } from "../../operator/apply.ts";
+import { applyObjects } from "../../operator/kube/apply.ts";
 import { appDeployment, appService } from "../../components/manifests.ts";
 import type { App } from "../../crds/types.ts";
-import { kubeClients } from "../../operator/kube.ts";
+import { kubeClients } from "../../operator/kube/clients.ts";
 import { ownerOf } from "../../components/metadata.ts";
-import { conditionsFor } from "../../operator/conditions.ts";
-import { rolloutPhase } from "../../operator/status.ts";
+import { conditionsFor } from "../../operator/controller/conditions.ts";
+import { rolloutPhase } from "../../operator/controller/status.ts";
 
 const clients = kubeClients(process.env["KUBECONFIG"]);
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);

@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
-import type { KubeClients } from "../../operator/kube.ts";
+import type { KubeClients } from "../../operator/kube/clients.ts";
 
 export interface DriftRound {
   /** Seconds from one edit to its repair (the Deployment back at its App's replicas and the App Ready), one edit at a time. */

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { approveAnnotation, type App } from "../../crds/types.ts";
-import type { KubeClients } from "../../operator/kube.ts";
+import type { KubeClients } from "../../operator/kube/clients.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 export interface PreviewRound {
@@ -63,7 +63,7 @@ export function cliTimes(kubeconfig: string, stateDir: string, passphrase: strin
     writeFileSync(file, JSON.stringify({ apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace: existing.namespace }, spec }));
     return Array.from({ length: runs }, () => {
       const started = Date.now();
-      const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cli.ts"), "preview", "-f", file], { cwd: repoRoot, env: { ...process.env, KUBECONFIG: kubeconfig, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: passphrase } });
+      const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), "preview", "-f", file], { cwd: repoRoot, env: { ...process.env, KUBECONFIG: kubeconfig, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: passphrase } });
       if (result.status !== 2) throw new Error(`appstack preview exited ${result.status}: ${result.stderr.toString()}`);
       return (Date.now() - started) / 1000;
     }).sort((a, b) => a - b);

@@ -7,8 +7,8 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "../../crds/types.ts";
-import { installApi } from "../../operator/apply.ts";
-import { kubeClients, type KubeClients } from "../../operator/kube.ts";
+import { installApi } from "../../operator/kube/apply.ts";
+import { kubeClients, type KubeClients } from "../../operator/kube/clients.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     };
     const [metricsPort] = await freeLoopbackPorts(1);
     const operatorEnv = { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_HEALTH_ADDR: `127.0.0.1:${metricsPort}`, APPSTACK_RESYNC_SECONDS: String(resyncSeconds) };
-    const appstack = await measure("appstack", () => node("operator/main.ts", operatorEnv), clients, true, measurePreviews, metricsPort);
+    const appstack = await measure("appstack", () => node("operator/cmd/main.ts", operatorEnv), clients, true, measurePreviews, metricsPort);
     // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
     // gone before their namespaces can go, so they stay until the end.
     const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);

@@ -10,7 +10,7 @@ import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 function appstack(...args: string[]): string {
-  return execFileSync(process.execPath, [join(repoRoot, "operator/appstack.mjs"), ...args], { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  return execFileSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), ...args], { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
 }
 
 /** Processes whose command line mentions `marker`, found the way `ps` would. */

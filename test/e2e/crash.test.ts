@@ -5,7 +5,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { approveAnnotation } from "../../crds/types.ts";
-import { orphanedPlugins } from "../../operator/orphans.ts";
+import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites, type Hold } from "../helpers/hold.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";

@@ -9,7 +9,7 @@ import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorization
 import { LocalWorkspace } from "@pulumi/pulumi/automation/index.js";
 import { AppstackCrds } from "../../components/crds.ts";
 import { AppstackInstall } from "../../components/install.ts";
-import { workspaceOptions } from "../../operator/engine.ts";
+import { workspaceOptions } from "../../operator/pulumi/engine.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads } from "../helpers/operator.ts";

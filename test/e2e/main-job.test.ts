@@ -19,7 +19,7 @@ async function runOnce(): Promise<void> {
   const env: Record<string, string | undefined> = { ...process.env, XDG_STATE_HOME: home, APPSTACK_HEALTH_ADDR: "127.0.0.1:0", APPSTACK_LOG_FORMAT: "json" };
   delete env["KUBECONFIG"];
   delete env["APPSTACK_STATE_DIR"];
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cli.ts"), "run", "--samples"], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), "run", "--samples"], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"] });
   let output = "";
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));

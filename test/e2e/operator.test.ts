@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { CoreV1Event, V1Deployment } from "@kubernetes/client-node";
 import type { App, Memcached } from "../../crds/types.ts";
-import { stackName } from "../../operator/stack-names.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, eventWithReason as eventWithReasonOf, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { approveAnnotation, type App, type PreviewStatus } from "../../crds/types.ts";
-import { stackName } from "../../operator/stack-names.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, previewCli, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 

@@ -21,7 +21,7 @@ after(() => {
 });
 
 function pulumi(...args: string[]): { status: number | null; output: string } {
-  const result = spawnSync(process.execPath, [join(repoRoot, "operator/appstack.mjs"), "pulumi", ...args, "--non-interactive"], {
+  const result = spawnSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "pulumi", ...args, "--non-interactive"], {
     cwd: repoRoot,
     encoding: "utf8",
     env: {

@@ -8,7 +8,7 @@ import { after, test } from "node:test";
 import { readFileSync } from "node:fs";
 import * as k8s from "@pulumi/kubernetes";
 import { LocalWorkspace } from "@pulumi/pulumi/automation/index.js";
-import { workspaceOptions } from "../../operator/engine.ts";
+import { workspaceOptions } from "../../operator/pulumi/engine.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 
 const cluster = useCluster();

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
-import { podSelector } from "../../components/manifests.ts";
+import { podSelector } from "../../components/kinds.ts";
 import type { App, Workload, WorkloadKind } from "../../crds/types.ts";
 import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
@@ -218,7 +218,7 @@ test("a reconcile that fails outside Pulumi is logged, counted by reason and sho
   // The API server refuses the operator's status writes for this one object.
   await admission.createValidatingAdmissionPolicy({ body: { metadata: { name: "muzzle" }, spec: { failurePolicy: "Fail", matchConstraints: { resourceRules: [{ apiGroups: ["appstack.dev"], apiVersions: ["*"], operations: ["UPDATE"], resources: ["apps/status"] }] }, validations: [{ expression: "object.metadata.name != 'muzzled'", message: "status writes of muzzled are refused by the test" }] } } });
   await admission.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: "muzzle" }, spec: { policyName: "muzzle", validationActions: ["Deny"] } } });
-  const { custom } = (await import("../../operator/kube.ts")).kubeClients(cluster().cluster.kubeconfig);
+  const { custom } = (await import("../../operator/kube/clients.ts")).kubeClients(cluster().cluster.kubeconfig);
   await eventually("the policy to be in force", async () => {
     const refused = await custom.patchNamespacedCustomObjectStatus({ group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace, name: "muzzled", body: [{ op: "add", path: "/status/replicas", value: 1 }], dryRun: "All" }, jsonPatch).then(() => false, () => true);
     return refused || undefined;

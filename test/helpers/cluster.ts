@@ -57,4 +57,4 @@ export async function eventWithReason(core: CoreV1Api, namespace: string, name: 
   return eventually(`event ${reason} on ${namespace}/${name}`, async () => (await eventsOf(core, namespace, name)).find((e) => e.reason === reason && (!matching || matching(e.message ?? ""))));
 }
 
-export { isNotFound, orUndefined } from "../../operator/kube.ts";
+export { isNotFound, orUndefined } from "../../operator/kube/clients.ts";

@@ -7,9 +7,9 @@ import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 import { approveAnnotation, group, plurals, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
-import { installApi } from "../../operator/apply.ts";
-import { kubeClients } from "../../operator/kube.ts";
-import { orphanedPlugins } from "../../operator/orphans.ts";
+import { installApi } from "../../operator/kube/apply.ts";
+import { kubeClients } from "../../operator/kube/clients.ts";
+import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
@@ -40,7 +40,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   const logFile = join(stateDir, `operator-${Date.now()}.log`);
   const healthAddress = options.env?.["APPSTACK_HEALTH_ADDR"] ?? `127.0.0.1:${(await freeLoopbackPorts(1))[0]}`;
   const out = openSync(logFile, "a");
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/main.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/main.ts")], {
     cwd: repoRoot,
     // Its own process group: a crash kills the Pulumi engines it started too, as a pod kill would.
     detached: true,
@@ -192,7 +192,7 @@ export interface CliResult {
 export function previewCli(target: { kubeconfig: string; stateDir: string; scratch: string }, objects: object[], ...flags: string[]): CliResult {
   const file = join(target.scratch, `objects-${Date.now()}.yaml`);
   writeFileSync(file, objects.map((object) => yaml.dump(object)).join("---\n"));
-  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cli.ts"), "preview", "-f", file, ...flags], {
+  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), "preview", "-f", file, ...flags], {
     cwd: repoRoot,
     encoding: "utf8",
     env: { ...process.env, KUBECONFIG: target.kubeconfig, APPSTACK_STATE_DIR: target.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" },

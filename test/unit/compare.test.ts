@@ -3,10 +3,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1Deployment, V1Service } from "@kubernetes/client-node";
-import { childManifests } from "../../components/manifests.ts";
+import { childManifests } from "../../components/kinds.ts";
 import type { App } from "../../crds/types.ts";
-import { judge, summarize } from "../../operator/children.ts";
-import { differences, quantityValue } from "../../operator/compare.ts";
+import { judge, summarize } from "../../operator/controller/children.ts";
+import { differences, quantityValue } from "../../operator/controller/compare.ts";
 
 const app: App = {
   apiVersion: "appstack.dev/v1alpha1",

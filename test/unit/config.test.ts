@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { loadConfig } from "../../operator/config.ts";
+import { loadConfig } from "../../operator/manager/config.ts";
 
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-config-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));

@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
-import { conditionsFor } from "../../operator/conditions.ts";
-import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/drift.ts";
-import { stackName } from "../../operator/stack-names.ts";
-import { engineMessage } from "../../operator/stacks.ts";
-import { rolloutPhase } from "../../operator/status.ts";
+import { conditionsFor } from "../../operator/controller/conditions.ts";
+import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/controller/drift.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
+import { engineMessage } from "../../operator/pulumi/stacks.ts";
+import { rolloutPhase } from "../../operator/controller/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
   assert.equal(stackName("App", "default", "web"), "app.default.web");

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1ManagedFieldsEntry } from "@kubernetes/client-node";
-import { handOver, unionOfFields } from "../../operator/handover.ts";
+import { handOver, unionOfFields } from "../../operator/controller/handover.ts";
 
 const container = 'k:{"name":"app"}';
 const entries: V1ManagedFieldsEntry[] = [

@@ -7,10 +7,10 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import type { EngineEvent } from "@pulumi/pulumi/automation/index.js";
 import type { PreviewStatus } from "../../crds/types.ts";
-import { gate, type GateInput } from "../../operator/approval.ts";
-import { previewBasis } from "../../operator/drift.ts";
-import { PlanStore } from "../../operator/plans.ts";
-import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/preview-steps.ts";
+import { gate, type GateInput } from "../../operator/controller/approval.ts";
+import { previewBasis } from "../../operator/controller/drift.ts";
+import { PlanStore } from "../../operator/pulumi/plans.ts";
+import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/pulumi/preview-steps.ts";
 
 const basis = previewBasis(3, ["Deployment web: spec.replicas: 1, want 3"]);
 const waiting: PreviewStatus = { planId: "aaaaaaaaaaaa", generation: 3, basis, reason: "spec changed", time: "", changes: { update: 1 }, steps: [] };

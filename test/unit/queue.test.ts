@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { WorkQueue, type Clock } from "../../operator/queue.ts";
+import { WorkQueue, type Clock } from "../../operator/controller/queue.ts";
 
 /** A clock that moves only when the test says so. */
 class FakeClock implements Clock {

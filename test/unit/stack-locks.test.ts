@@ -5,8 +5,8 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { createLogger } from "../../operator/log.ts";
-import { breakAllStaleLocks, breakStaleLocks } from "../../operator/stack-locks.ts";
+import { createLogger } from "../../operator/manager/log.ts";
+import { breakAllStaleLocks, breakStaleLocks } from "../../operator/pulumi/stack-locks.ts";
 
 const backend = mkdtempSync(join(tmpdir(), "appstack-locks-"));
 after(() => rmSync(backend, { recursive: true, force: true }));

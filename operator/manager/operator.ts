@@ -1,15 +1,15 @@
 // The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
 import { join } from "node:path";
 import type { OperatorConfig } from "./config.ts";
-import { EventRecorder } from "./events.ts";
-import { kubeClients, type KubeClients } from "./kube.ts";
+import { EventRecorder } from "../controller/events.ts";
+import { kubeClients, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "./log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
-import { PlanStore } from "./plans.ts";
-import { WorkQueue } from "./queue.ts";
-import { Reconciler } from "./reconcile.ts";
-import { prepareWorkDir, StackDriver } from "./stacks.ts";
-import { Watcher } from "./watch.ts";
+import { PlanStore } from "../pulumi/plans.ts";
+import { WorkQueue } from "../controller/queue.ts";
+import { Reconciler } from "../controller/reconcile.ts";
+import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
+import { Watcher } from "../controller/watch.ts";
 
 export interface RunningOperator {
   readonly clients: KubeClients;

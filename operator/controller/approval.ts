@@ -1,9 +1,9 @@
 // The approval gate of updatePolicy Preview: what to do with an object given why it needs Pulumi,
 // the preview waiting in its status, and the plan id a person approved (if any). The rules live
 // here as one pure function; the reconciler carries them out.
-import { approveAnnotation, type PreviewStatus, type Workload } from "../crds/types.ts";
+import { approveAnnotation, type PreviewStatus, type Workload } from "../../crds/types.ts";
 import type { Decision } from "./drift.ts";
-import { isConflict, isNotFound, keyOf, patchWorkload, type KubeClients } from "./kube.ts";
+import { isConflict, isNotFound, keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
 export type Gate =
   /** Nothing to change: report the live state; no preview waits. */

@@ -1,8 +1,8 @@
 // The `appstack` command: wiring only. Each verb lives with the code it drives.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { renderedCrds, yamlDir } from "../crds/yaml.ts";
-import { buildToolchain } from "../toolchain/build.ts";
-import { clusterCommand } from "../toolchain/cluster/command.ts";
+import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
+import { buildToolchain } from "../../toolchain/build.ts";
+import { clusterCommand } from "../../toolchain/cluster/command.ts";
 import { runOperator } from "./main.ts";
 import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";

@@ -1,7 +1,7 @@
 // kstatus conditions: Reconciling while work is under way, Stalled when it cannot go on without a
 // change, Ready when the workload is available. Changes waiting for approval are none of the
 // three: the operator is not working and nothing failed, a person has to act. lastTransitionTime moves only when status changes.
-import type { Condition } from "../crds/types.ts";
+import type { Condition } from "../../crds/types.ts";
 
 export type Phase =
   | { kind: "ready"; message: string }

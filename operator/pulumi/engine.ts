@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
-import { kubernetesProviderVersion, toolPath } from "../toolchain/tools.ts";
+import { kubernetesProviderVersion, toolPath } from "../../toolchain/tools.ts";
 
 export interface EngineSettings {
   /** Any Pulumi backend URL; `file://<dir>` by default. */

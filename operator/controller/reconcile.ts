@@ -2,9 +2,9 @@
 // something differs, and report what the live children say either way. It writes only children
 // that are the object's own: a child of the same name that someone else made is a conflict.
 import type { V1Deployment } from "@kubernetes/client-node";
-import { podSelector } from "../components/manifests.ts";
-import { selectorString } from "../components/metadata.ts";
-import { approveAnnotation, type MemcachedStatus, type PreviewStatus, type StackOperation, type StackStatus, type Workload } from "../crds/types.ts";
+import { podSelector } from "../../components/kinds.ts";
+import { selectorString } from "../../components/metadata.ts";
+import { approveAnnotation, type MemcachedStatus, type PreviewStatus, type StackOperation, type StackStatus, type Workload } from "../../crds/types.ts";
 import { approvalOf, consumeApproval, gate } from "./approval.ts";
 import { Children, type Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
@@ -12,14 +12,14 @@ import { decide, decodeApplied, describeDrift, encodeApplied, previewBasis, prog
 import { errorReason, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
-import { briefError, isNotFound, parseKey, readWorkload, type KubeClients } from "./kube.ts";
-import type { Logger } from "./log.ts";
-import type { PlanStore } from "./plans.ts";
-import { describeChanges, describeSteps, hasChanges } from "./preview-steps.ts";
-import { programFor } from "./programs.ts";
+import { briefError, isNotFound, parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
+import type { Logger } from "../manager/log.ts";
+import type { PlanStore } from "../pulumi/plans.ts";
+import { describeChanges, describeSteps, hasChanges } from "../pulumi/preview-steps.ts";
+import { programFor } from "../pulumi/programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
-import { stackName } from "./stack-names.ts";
-import { StackBusy, StackOperationFailed, type StackDriver } from "./stacks.ts";
+import { stackName } from "../pulumi/stack-names.ts";
+import { StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
 import { computeStatus, rolloutPhase, writeStatus } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 

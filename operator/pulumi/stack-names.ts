@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { WorkloadKind } from "../crds/types.ts";
+import type { WorkloadKind } from "../../crds/types.ts";
 
 const maxStackName = 100;
 

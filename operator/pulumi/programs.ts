@@ -1,10 +1,9 @@
 // One Pulumi program per object: a Kubernetes provider and the object's component.
 import * as k8s from "@pulumi/kubernetes";
 import type { PulumiFn } from "@pulumi/pulumi/automation/index.js";
-import { AppWorkload } from "../components/app.ts";
-import { MemcachedWorkload } from "../components/memcached.ts";
-import { ownerOf } from "../components/metadata.ts";
-import type { Workload } from "../crds/types.ts";
+import { describe } from "../../components/kinds.ts";
+import { ownerOf } from "../../components/metadata.ts";
+import type { Workload } from "../../crds/types.ts";
 
 export function programFor(object: Workload): PulumiFn {
   const owner = ownerOf(object);
@@ -14,10 +13,7 @@ export function programFor(object: Workload): PulumiFn {
     // No kubeconfig here: the provider reads KUBECONFIG (or the in-cluster identity) from the
     // engine's environment, so a rotated credential never shows up as a provider diff.
     const provider = new k8s.Provider("cluster", { enableServerSideApply: true });
-    const component =
-      snapshot.kind === "App"
-        ? new AppWorkload(owner.name, { owner, spec: snapshot.spec }, { provider })
-        : new MemcachedWorkload(owner.name, { owner, spec: snapshot.spec }, { provider });
+    const component = describe(snapshot).component(owner, snapshot.spec, { provider });
     return Promise.resolve({ deployment: component.deployment.metadata.name });
   };
 }

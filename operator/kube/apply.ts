@@ -3,9 +3,9 @@ import { readFileSync } from "node:fs";
 import yaml from "js-yaml";
 import { ApiextensionsV1Api, KubernetesObjectApi, loadYaml, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fieldManager } from "../components/metadata.ts";
-import { apiPolicies, customResourceDefinitions } from "../crds/index.ts";
-import type { KubeClients } from "./kube.ts";
+import { fieldManager } from "../../components/metadata.ts";
+import { apiPolicies, customResourceDefinitions } from "../../crds/index.ts";
+import type { KubeClients } from "./clients.ts";
 
 
 /**

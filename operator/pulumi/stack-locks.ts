@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../manager/log.ts";
 
 interface LockInfo {
   pid?: number;

@@ -2,7 +2,7 @@
 // resource with its changed property paths, and counts by step. Both the operator's status.preview
 // and `appstack preview --json` are made from it.
 import type { EngineEvent } from "@pulumi/pulumi/automation/index.js";
-import type { PreviewStep, StepCounts } from "../crds/types.ts";
+import type { PreviewStep, StepCounts } from "../../crds/types.ts";
 
 /** The engine reports a replacement as up to four steps on one resource; people see one. */
 const replacementOps = new Set(["replace", "create-replacement", "delete-replaced", "discard-replaced"]);

@@ -2,9 +2,9 @@
 // same object within a few minutes is recorded once, so retries do not flood the namespace.
 import { hostname } from "node:os";
 import type { CoreV1Event } from "@kubernetes/client-node";
-import type { Workload } from "../crds/types.ts";
-import type { KubeClients } from "./kube.ts";
-import type { Logger } from "./log.ts";
+import type { Workload } from "../../crds/types.ts";
+import type { KubeClients } from "../kube/clients.ts";
+import type { Logger } from "../manager/log.ts";
 
 const repeatWindowMs = 5 * 60_000;
 

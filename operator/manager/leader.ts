@@ -3,7 +3,7 @@
 // process stops reconciling) when renewing has failed for longer than the renew deadline.
 import { CoordinationV1Api, V1MicroTime, type V1Lease } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isConflict, isNotFound, type KubeClients } from "./kube.ts";
+import { isConflict, isNotFound, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "./log.ts";
 
 export interface LeaseSettings {

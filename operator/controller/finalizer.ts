@@ -1,6 +1,6 @@
 // The finalizer that lets the operator destroy an object's stack before the object goes away.
-import type { Workload } from "../crds/types.ts";
-import { keyOf, patchWorkload, type KubeClients } from "./kube.ts";
+import type { Workload } from "../../crds/types.ts";
+import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
 export const finalizerName = "appstack.dev/stack";
 

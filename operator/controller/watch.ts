@@ -1,10 +1,11 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
 // enqueue the owning object's key; the reconciler reads everything else from these caches.
 import { makeInformer, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
-import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../components/metadata.ts";
-import { group, plurals, version, type Workload, type WorkloadKind } from "../crds/types.ts";
-import { briefError, keyString, type KubeClients } from "./kube.ts";
-import type { Logger } from "./log.ts";
+import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
+import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
+import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
+import type { Logger } from "../manager/log.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
@@ -36,7 +37,7 @@ export class Watcher {
   ) {
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
-      for (const kind of ["App", "Memcached"] as const) {
+      for (const kind of workloadKinds) {
         const informer = this.workloadInformer(kind, ns);
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
@@ -80,7 +81,7 @@ export class Watcher {
       const labels = object.metadata?.labels ?? {};
       const kind = labels[kindLabel];
       const name = labels[instanceLabel];
-      if ((kind === "App" || kind === "Memcached") && name && object.metadata?.namespace) this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name }));
+      if (isWorkloadKind(kind) && name && object.metadata?.namespace) this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name }));
     };
     return this.register(informer, onEvent, resourcePath);
   }

@@ -7,7 +7,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from "@kubernetes/client-node";
-import { group, plurals, version, type Workload, type WorkloadKind } from "../crds/types.ts";
+import { isWorkloadKind } from "../../components/kinds.ts";
+import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 
 export interface KubeClients {
   readonly config: KubeConfig;
@@ -36,7 +37,7 @@ export function keyString(key: ObjectKey): string {
 
 export function parseKey(key: string): ObjectKey {
   const [kind, namespace, name] = key.split("/");
-  if ((kind !== "App" && kind !== "Memcached") || !namespace || !name) throw new Error(`malformed work key ${key}`);
+  if (!isWorkloadKind(kind) || !namespace || !name) throw new Error(`malformed work key ${key}`);
   return { kind, namespace, name };
 }
 

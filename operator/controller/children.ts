@@ -4,12 +4,13 @@
 // where the cache cannot know (objects without appstack's labels) or where the answer must name
 // what `up` has just made.
 import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment, type V1Service } from "@kubernetes/client-node";
-import { childManifests, type ChildManifest } from "../components/manifests.ts";
-import { fieldManager } from "../components/metadata.ts";
-import type { Workload } from "../crds/types.ts";
+import { childManifests } from "../../components/kinds.ts";
+import type { ChildManifest } from "../../components/workload.ts";
+import { fieldManager } from "../../components/metadata.ts";
+import type { Workload } from "../../crds/types.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
-import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "./kube.ts";
+import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import type { Watcher } from "./watch.ts";
 
 export type ChildState =

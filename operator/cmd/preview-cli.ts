@@ -6,15 +6,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { apiVersion, group, plurals, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../crds/types.ts";
-import { readManifests } from "./apply.ts";
-import { loadConfig, type OperatorConfig } from "./config.ts";
-import { briefError, keyOf, kubeClients, readWorkload, type KubeClients } from "./kube.ts";
-import { createLogger } from "./log.ts";
-import { hasChanges } from "./preview-steps.ts";
-import { programFor } from "./programs.ts";
-import { stackName } from "./stack-names.ts";
-import { prepareWorkDir, StackDriver } from "./stacks.ts";
+import { apiVersion, group, plurals, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
+import { readManifests } from "../kube/apply.ts";
+import { loadConfig, type OperatorConfig } from "../manager/config.ts";
+import { briefError, keyOf, kubeClients, readWorkload, type KubeClients } from "../kube/clients.ts";
+import { createLogger } from "../manager/log.ts";
+import { hasChanges } from "../pulumi/preview-steps.ts";
+import { programFor } from "../pulumi/programs.ts";
+import { stackName } from "../pulumi/stack-names.ts";
+import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
 
 export const previewUsage = `usage: appstack preview -f FILE [-f FILE ...] [--json] [--refresh] [--kubeconfig=PATH] [--state-dir=DIR | --backend-url=URL]
   previews App and Memcached objects against the cluster and the operator's stack state;
@@ -50,8 +51,8 @@ function parseArgs(argv: readonly string[]): Options {
 
 function workloadsIn(files: readonly string[], defaultNamespace: string): Workload[] {
   return files.flatMap((file) => readManifests(file === "-" ? "/dev/stdin" : file)).map((object: KubernetesObject) => {
-    if (object.apiVersion !== apiVersion || (object.kind !== "App" && object.kind !== "Memcached")) {
-      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${apiVersion} App and Memcached can be previewed`);
+    if (object.apiVersion !== apiVersion || !isWorkloadKind(object.kind)) {
+      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${apiVersion} ${workloadKinds.join(" and ")} can be previewed`);
     }
     if (!object.metadata?.name) throw new Error(`${object.kind} without metadata.name`);
     return { ...object, metadata: { ...object.metadata, namespace: object.metadata.namespace ?? defaultNamespace } } as Workload;

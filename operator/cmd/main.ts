@@ -1,7 +1,7 @@
 // The operator process: wiring only (config, logger, service, signals), as kubebuilder's cmd/main.go.
-import { loadConfig } from "./config.ts";
-import { createLogger } from "./log.ts";
-import { startService } from "./service.ts";
+import { loadConfig } from "../manager/config.ts";
+import { createLogger } from "../manager/log.ts";
+import { startService } from "../manager/service.ts";
 
 export async function runOperator(argv: readonly string[]): Promise<void> {
   const config = loadConfig(argv);

@@ -1,6 +1,6 @@
 // Prometheus metrics of the operator: reconciles, the queue, Pulumi operations, leadership.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { errorReason } from "./errors.ts";
+import { errorReason } from "../controller/errors.ts";
 
 const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 

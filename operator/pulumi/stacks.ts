@@ -13,9 +13,9 @@ import {
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { StackOperation } from "../crds/types.ts";
+import type { StackOperation } from "../../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../manager/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";

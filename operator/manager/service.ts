@@ -4,7 +4,7 @@
 import type { Server } from "node:http";
 import type { OperatorConfig } from "./config.ts";
 import { startHealthServer } from "./health.ts";
-import { kubeClients } from "./kube.ts";
+import { kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { OperatorMetrics } from "./metrics.ts";

@@ -1,15 +1,15 @@
 // The main job (`npm start`, `appstack run`): with no cluster configured, start the local one and
 // install the CRDs; then run the operator in the foreground until Ctrl-C, which stops everything.
 import { join } from "node:path";
-import { ownershipPolicyName } from "../crds/ownership.ts";
-import { buildToolchain } from "../toolchain/build.ts";
-import { startCluster, type LocalCluster } from "../toolchain/cluster/cluster.ts";
-import { repoRoot } from "../toolchain/tools.ts";
-import { applyObjects, installApi, readManifests } from "./apply.ts";
-import { loadConfig } from "./config.ts";
-import { kubeClients } from "./kube.ts";
-import { createLogger } from "./log.ts";
-import { startService } from "./service.ts";
+import { ownershipPolicyName } from "../../crds/ownership.ts";
+import { buildToolchain } from "../../toolchain/build.ts";
+import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { applyObjects, installApi, readManifests } from "../kube/apply.ts";
+import { loadConfig } from "../manager/config.ts";
+import { kubeClients } from "../kube/clients.ts";
+import { createLogger } from "../manager/log.ts";
+import { startService } from "../manager/service.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 

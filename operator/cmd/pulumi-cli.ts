@@ -3,8 +3,8 @@
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { homedir } from "node:os";
-import { repoRoot, toolPath } from "../toolchain/tools.ts";
-import { installProviderPlugin } from "./engine.ts";
+import { repoRoot, toolPath } from "../../toolchain/tools.ts";
+import { installProviderPlugin } from "../pulumi/engine.ts";
 
 export function runPulumiCli(args: readonly string[]): number {
   const pulumiHome = process.env["PULUMI_HOME"] ?? join(homedir(), ".pulumi");

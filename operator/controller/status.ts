@@ -1,17 +1,14 @@
 // Status: what the live Deployment and pods say, with the conditions of the current phase and the
 // stack report, written through the status subresource only when something in it changed.
 import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
-import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../crds/types.ts";
+import { describe } from "../../components/kinds.ts";
+import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
-import { keyOf, patchWorkload, type KubeClients } from "./kube.ts";
-
-export function desiredReplicas(object: Workload): number {
-  return object.kind === "App" ? object.spec.replicas : object.spec.size;
-}
+import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
 /** Like `kubectl rollout status`: the newest spec is observed and every replica is updated and available. */
 export function rolloutPhase(object: Workload, deployment: V1Deployment | undefined): Phase {
-  const want = desiredReplicas(object);
+  const want = describe(object).replicas(object.spec);
   if (!deployment) return { kind: "progressing", reason: "Creating", message: "the Deployment does not exist yet" };
   const status = deployment.status ?? {};
   const progressing = status.conditions?.find((c) => c.type === "Progressing");
@@ -53,10 +50,8 @@ export function computeStatus(input: StatusInput, now = new Date()): MemcachedSt
     lastUpdateTime: previous.lastUpdateTime,
     stack: input.stack,
     preview: input.preview,
+    ...describe(object).statusOf?.(input.pods),
   };
-  if (object.kind === "Memcached") {
-    status.nodes = input.pods.map((pod) => pod.metadata?.name ?? "").filter(Boolean).sort();
-  }
   return status;
 }
 
