@@ -5,7 +5,7 @@ import { ApiextensionsV1Api, KubernetesObjectApi, loadYaml, PatchStrategy, type 
 import { setTimeout as sleep } from "node:timers/promises";
 import { fieldManager } from "../../components/metadata.ts";
 import { apiPolicies, customResourceDefinitions } from "../../crds/index.ts";
-import type { KubeClients } from "./clients.ts";
+import { apiClient, type KubeClients } from "./clients.ts";
 
 
 /**
@@ -14,7 +14,7 @@ import type { KubeClients } from "./clients.ts";
  * every field.
  */
 export async function applyObjects(clients: KubeClients, objects: readonly KubernetesObject[], manager = fieldManager): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(clients.config);
+  const api = apiClient(clients.config, KubernetesObjectApi);
   for (const object of objects) {
     const typed = loadYaml<KubernetesObject>(JSON.stringify(object));
     await api.patch(typed, undefined, undefined, manager, true, PatchStrategy.ServerSideApply);
@@ -28,7 +28,7 @@ export function readManifests(file: string): KubernetesObject[] {
 /** Applies appstack's API (the CRDs and the ownership policy) and waits until the API server serves the CRDs. */
 export async function installApi(clients: KubeClients, timeoutMs = 60_000): Promise<void> {
   await applyObjects(clients, [...customResourceDefinitions, ...apiPolicies]);
-  const api = clients.config.makeApiClient(ApiextensionsV1Api);
+  const api = apiClient(clients.config, ApiextensionsV1Api);
   const deadline = Date.now() + timeoutMs;
   for (const crd of customResourceDefinitions) {
     for (;;) {

@@ -3,9 +3,12 @@ import {
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  createConfiguration,
   KubeConfig,
   PatchStrategy,
+  ServerConfiguration,
   setHeaderOptions,
+  type Configuration,
 } from "@kubernetes/client-node";
 import { isWorkloadKind } from "../../components/kinds.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
@@ -17,12 +20,35 @@ export interface KubeClients {
   readonly custom: CustomObjectsApi;
 }
 
+/** How long one API request may take: a hung API server (or a proxy in front of it) must never hold a worker. */
+export const apiRequestTimeoutMs = 30_000;
+
+/**
+ * An API client whose every request is aborted after `timeoutMs`. client-node sets no deadline of
+ * its own; its request context takes an abort signal, which a middleware sets per request.
+ */
+export function apiClient<T>(config: KubeConfig, api: new (configuration: Configuration) => T, timeoutMs = apiRequestTimeoutMs): T {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new Error("the kubeconfig names no current cluster");
+  return new api(createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: config },
+    promiseMiddleware: [{
+      pre: (context) => {
+        context.setSignal(AbortSignal.timeout(timeoutMs));
+        return Promise.resolve(context);
+      },
+      post: (response) => Promise.resolve(response),
+    }],
+  }));
+}
+
 /** From a kubeconfig file, or the default rules (KUBECONFIG, ~/.kube/config, in-cluster). */
-export function kubeClients(kubeconfigPath?: string): KubeClients {
+export function kubeClients(kubeconfigPath?: string, timeoutMs = apiRequestTimeoutMs): KubeClients {
   const config = new KubeConfig();
   if (kubeconfigPath) config.loadFromFile(kubeconfigPath);
   else config.loadFromDefault();
-  return { config, core: config.makeApiClient(CoreV1Api), apps: config.makeApiClient(AppsV1Api), custom: config.makeApiClient(CustomObjectsApi) };
+  return { config, core: apiClient(config, CoreV1Api, timeoutMs), apps: apiClient(config, AppsV1Api, timeoutMs), custom: apiClient(config, CustomObjectsApi, timeoutMs) };
 }
 
 export interface ObjectKey {

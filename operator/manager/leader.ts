@@ -1,9 +1,12 @@
 // Leader election on a coordination.k8s.io Lease, as client-go's leaderelection does it: acquire
 // when the lease is free or expired, renew every retry period, and give up leadership (the
 // process stops reconciling) when renewing has failed for longer than the renew deadline.
-import { CoordinationV1Api, V1MicroTime, type V1Lease } from "@kubernetes/client-node";
+// A lease counts as expired only when this replica has seen its record unchanged for a whole
+// lease duration by its own clock, never by comparing the holder's renewTime with this clock
+// (client-go's rule: safe whatever the clocks of the two machines say).
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isConflict, isNotFound, type KubeClients } from "../kube/clients.ts";
+import { apiClient, briefError, isConflict, isNotFound } from "../kube/clients.ts";
 import type { Logger } from "./log.ts";
 
 export interface LeaseSettings {
@@ -19,33 +22,49 @@ export const defaultLeaseTiming = { leaseDurationSeconds: 15, renewDeadlineMs: 1
 
 export type LeadershipState = "unknown" | "leading" | "following";
 
+/** The Lease calls the elector makes (CoordinationV1Api's), so tests can inject faults. */
+export type LeaseApi = Pick<CoordinationV1Api, "readNamespacedLease" | "createNamespacedLease" | "replaceNamespacedLease">;
+
+/** The API of `config`, each call bounded: a lease call must end well within the renew deadline. */
+export function leaseApi(config: KubeConfig, settings: Pick<LeaseSettings, "renewDeadlineMs" | "retryPeriodMs">): LeaseApi {
+  return apiClient(config, CoordinationV1Api, Math.max(settings.retryPeriodMs, settings.renewDeadlineMs / 2));
+}
+
+function deadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)));
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
 export class LeaderElector {
-  private readonly api: CoordinationV1Api;
   private stopped = false;
   /** The renewal under way, which a release must wait for: it could write the lease back. */
   private renewing: Promise<boolean> | undefined;
+  /** The lease record as last seen, and when (by this replica's clock) it last changed. */
+  private observed: { record: string; at: number } | undefined;
   state: LeadershipState = "unknown";
   /** Who holds the lease, as last seen. */
   holder: string | undefined;
+  /** The last lease call failed: this replica cannot tell who leads (readiness says so). */
+  lastError: string | undefined;
 
   constructor(
-    clients: KubeClients,
+    private readonly api: LeaseApi,
     private readonly settings: LeaseSettings,
     private readonly log: Logger,
-  ) {
-    this.api = clients.config.makeApiClient(CoordinationV1Api);
-  }
+    private readonly now: () => number = Date.now,
+  ) {}
 
-  /** Resolves once this process holds the lease (or rejects when stopped first). */
+  /** Resolves once this process holds the lease (or rejects when stopped first). Errors never end the contest. */
   async acquire(): Promise<void> {
     for (;;) {
       if (this.stopped) throw new Error("leader election stopped before the lease was acquired");
-      if (await this.tryAcquireOrRenew()) {
+      if (await this.attempt()) {
         this.state = "leading";
         this.log.info("became the leader", { lease: `${this.settings.namespace}/${this.settings.name}`, identity: this.settings.identity });
         return;
       }
-      if (this.state !== "following") this.log.info("waiting for the lease", { holder: this.holder });
+      if (this.state !== "following" && !this.lastError) this.log.info("waiting for the lease", { holder: this.holder });
       this.state = "following";
       await sleep(this.settings.retryPeriodMs);
     }
@@ -53,18 +72,20 @@ export class LeaderElector {
 
   /** Renews until stopped; calls `onLost` once renewing has failed past the renew deadline. */
   async keepRenewing(onLost: () => void): Promise<void> {
-    let lastRenew = Date.now();
+    let lastRenew = this.now();
     while (!this.stopped) {
       await sleep(this.settings.retryPeriodMs);
       if (this.stopped) return;
-      this.renewing = this.tryAcquireOrRenew().catch(() => false);
+      // A call that hangs must not outlast the deadline it is meant to meet.
+      const left = Math.max(1, this.settings.renewDeadlineMs - (this.now() - lastRenew));
+      this.renewing = deadline(this.attempt(), left, "renewing the lease").catch(() => false);
       if (await this.renewing) {
-        lastRenew = Date.now();
+        lastRenew = this.now();
         continue;
       }
-      if (Date.now() - lastRenew > this.settings.renewDeadlineMs) {
+      if (this.now() - lastRenew >= this.settings.renewDeadlineMs) {
         this.state = "following";
-        this.log.error("lost the lease", { holder: this.holder });
+        this.log.error("lost the lease", { holder: this.holder, error: this.lastError });
         onLost();
         return;
       }
@@ -87,7 +108,7 @@ export class LeaderElector {
       } catch (error) {
         // A conflict means someone wrote the lease between our read and write: read it again.
         if (isConflict(error) && attempt < 3) continue;
-        this.log.warn("could not release the lease; it expires by itself", { error: String(error) });
+        this.log.warn("could not release the lease; it expires by itself", { error: briefError(error) });
         break;
       }
     }
@@ -96,6 +117,20 @@ export class LeaderElector {
 
   stop(): void {
     this.stopped = true;
+  }
+
+  /** One try to acquire or renew; an API error is a failed try, logged once until the API answers again. */
+  private async attempt(): Promise<boolean> {
+    try {
+      const won = await this.tryAcquireOrRenew();
+      if (this.lastError) this.log.info("the lease API answers again");
+      this.lastError = undefined;
+      return won;
+    } catch (error) {
+      if (!this.lastError) this.log.warn("lease call failed; retrying", { error: briefError(error), retryInMs: this.settings.retryPeriodMs });
+      this.lastError = briefError(error);
+      return false;
+    }
   }
 
   private spec(previous?: V1Lease): V1Lease["spec"] {
@@ -124,6 +159,14 @@ export class LeaderElector {
     }
   }
 
+  /** Whether the holder has let the lease lapse: its record unchanged for a lease duration, by this clock. */
+  private expired(lease: V1Lease): boolean {
+    const spec = lease.spec ?? {};
+    const record = JSON.stringify([spec.holderIdentity, spec.renewTime, spec.leaseDurationSeconds, lease.metadata?.resourceVersion]);
+    if (this.observed?.record !== record) this.observed = { record, at: this.now() };
+    return this.now() - this.observed.at > (spec.leaseDurationSeconds ?? 0) * 1000;
+  }
+
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { name, namespace } = this.settings;
     let lease: V1Lease;
@@ -134,9 +177,7 @@ export class LeaderElector {
       return this.createLease();
     }
     this.holder = lease.spec?.holderIdentity ?? undefined;
-    const renewedAt = lease.spec?.renewTime ? new Date(lease.spec.renewTime).getTime() : 0;
-    const expired = renewedAt + (lease.spec?.leaseDurationSeconds ?? 0) * 1000 < Date.now();
-    if (this.holder && this.holder !== this.settings.identity && !expired) return false;
+    if (this.holder && this.holder !== this.settings.identity && !this.expired(lease)) return false;
     // Stopped while reading: a write now would take back a lease that was just released.
     if (this.stopped) return false;
     try {

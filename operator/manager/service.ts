@@ -4,8 +4,8 @@
 import type { Server } from "node:http";
 import type { OperatorConfig } from "./config.ts";
 import { startHealthServer } from "./health.ts";
-import { kubeClients } from "../kube/clients.ts";
-import { defaultLeaseTiming, LeaderElector } from "./leader.ts";
+import { briefError, kubeClients } from "../kube/clients.ts";
+import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
@@ -24,11 +24,13 @@ function withDeadline(work: Promise<void>, ms: number): Promise<"done" | "deadli
 export async function startService(config: OperatorConfig, log: Logger): Promise<OperatorService> {
   let operator: RunningOperator | undefined;
   const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }));
-  const elector = config.leaderElection ? new LeaderElector(kubeClients(config.kubeconfig), { ...config.leaderElection, ...defaultLeaseTiming }, log) : undefined;
+  const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;
+  const elector = lease ? new LeaderElector(leaseApi(kubeClients(config.kubeconfig).config, lease), lease, log) : undefined;
   const server = await startHealthServer(config.healthPort, config.healthHost, {
     healthy: () => true,
-    // A standby is ready too: it knows who leads and is waiting to take over.
-    ready: () => operator !== undefined || (elector?.state === "following" && elector.holder !== undefined),
+    // A standby is ready too while it knows who leads and is waiting to take over; not while the
+    // lease API fails it.
+    ready: () => operator !== undefined || (elector?.state === "following" && elector.holder !== undefined && elector.lastError === undefined),
   }, metrics.registry);
   const address = server.address();
   log.info("serving /healthz, /readyz and /metrics", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
@@ -44,12 +46,18 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
         process.exit(1);
       });
     }
-    operator = await startOperator(config, log, metrics);
+    try {
+      operator = await startOperator(config, log, metrics);
+    } catch (error) {
+      // Holding the lease while reconciling nothing would stop every replica: hand it over and
+      // exit, so that another replica (or this one, restarted) takes over.
+      log.error("the operator could not start; releasing the lease and exiting", { error: briefError(error) });
+      await elector?.release();
+      process.exit(1);
+    }
   };
-  const leading = lead().catch((error: unknown) => {
-    if (elector?.state !== "unknown") log.debug("stopped before leading", { error: String(error) });
-    else throw error;
-  });
+  // acquire() ends only when the service is stopped first (it retries every other failure).
+  const leading = lead().catch((error: unknown) => log.info("stopped before leading", { error: briefError(error) }));
 
   return {
     server,

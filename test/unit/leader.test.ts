@@ -1,0 +1,106 @@
+// Leader election under injected faults, against an in-memory Lease with the API server's
+// compare-and-swap: API errors, a holder whose clock is far behind, and a lease call that hangs.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { V1MicroTime, type V1Lease } from "@kubernetes/client-node";
+import { LeaderElector, type LeaseApi, type LeaseSettings } from "../../operator/manager/leader.ts";
+import { createLogger } from "../../operator/manager/log.ts";
+
+const log = createLogger({ level: "error", format: "json", write: () => undefined });
+const timing = { leaseDurationSeconds: 1, renewDeadlineMs: 600, retryPeriodMs: 50 };
+const settings = (identity: string): LeaseSettings => ({ namespace: "default", name: "appstack", identity, ...timing });
+
+function apiError(code: number): Error {
+  return Object.assign(new Error(`HTTP-Code: ${code}`), { code });
+}
+
+/** One Lease, with resourceVersion checks; `fault` runs before every call and may throw or hang. */
+class FakeLeases implements LeaseApi {
+  lease: V1Lease | undefined;
+  private version = 0;
+  fault: (call: string) => Promise<void> = () => Promise.resolve();
+
+  async readNamespacedLease(): Promise<V1Lease> {
+    await this.fault("read");
+    if (!this.lease) throw apiError(404);
+    return structuredClone(this.lease);
+  }
+
+  async createNamespacedLease({ body }: { body: V1Lease }): Promise<V1Lease> {
+    await this.fault("create");
+    if (this.lease) throw apiError(409);
+    this.lease = { ...body, metadata: { ...body.metadata, resourceVersion: String(++this.version) } };
+    return this.lease;
+  }
+
+  async replaceNamespacedLease({ body }: { body: V1Lease }): Promise<V1Lease> {
+    await this.fault("replace");
+    if (body.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion) throw apiError(409);
+    this.lease = { ...body, metadata: { ...body.metadata, resourceVersion: String(++this.version) } };
+    return this.lease;
+  }
+
+  /** What a live holder does: renew, with whatever its clock says. */
+  renewAs(identity: string, renewTime: Date): void {
+    this.lease = { metadata: { name: "appstack", namespace: "default", resourceVersion: String(++this.version) }, spec: { holderIdentity: identity, leaseDurationSeconds: 1, renewTime: new V1MicroTime(renewTime) } };
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("a standby keeps contending through API errors and takes over once the API answers", async () => {
+  const leases = new FakeLeases();
+  let failures = 0;
+  leases.fault = () => (failures++ < 5 ? Promise.reject(apiError(500)) : Promise.resolve());
+  const elector = new LeaderElector(leases, settings("b"), log);
+  await elector.acquire();
+  assert.equal(elector.state, "leading");
+  assert.equal(leases.lease?.spec?.holderIdentity, "b");
+  assert.ok(failures > 5);
+  elector.stop();
+});
+
+test("a holder whose clock is an hour behind keeps the lease while it renews; one that stops renewing loses it", async () => {
+  const leases = new FakeLeases();
+  const behind = () => new Date(Date.now() - 3_600_000);
+  leases.renewAs("a", behind());
+  const renewing = setInterval(() => leases.renewAs("a", behind()), 100);
+  const standby = new LeaderElector(leases, settings("b"), log);
+  const acquired = standby.acquire();
+  let won = false;
+  void acquired.then(() => (won = true));
+  // Three lease durations of a live holder, by the standby's own clock.
+  await sleep(3_000);
+  assert.equal(won, false, "the standby took over from a live holder with a skewed clock");
+  clearInterval(renewing);
+  await acquired;
+  assert.equal(leases.lease?.spec?.holderIdentity, "b");
+  standby.stop();
+});
+
+test("a leader whose renewal hangs gives up within the renew deadline", async () => {
+  const leases = new FakeLeases();
+  const elector = new LeaderElector(leases, settings("a"), log);
+  await elector.acquire();
+  let hang = false;
+  leases.fault = () => (hang ? new Promise<void>(() => undefined) : Promise.resolve());
+  const started = Date.now();
+  const lost = new Promise<number>((resolve) => void elector.keepRenewing(() => resolve(Date.now() - started)));
+  hang = true;
+  const after = await Promise.race([lost, sleep(5_000).then(() => -1)]);
+  assert.notEqual(after, -1, "never gave up the lease");
+  assert.ok(after <= timing.renewDeadlineMs + 3 * timing.retryPeriodMs, `gave up after ${after} ms`);
+  elector.stop();
+});
+
+test("a released lease is taken over at once", async () => {
+  const leases = new FakeLeases();
+  const first = new LeaderElector(leases, settings("a"), log);
+  await first.acquire();
+  await first.release();
+  const started = Date.now();
+  const second = new LeaderElector(leases, settings("b"), log);
+  await second.acquire();
+  assert.ok(Date.now() - started < 500);
+  second.stop();
+});
