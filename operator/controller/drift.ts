@@ -38,8 +38,9 @@ export interface DecisionInput {
   readonly drift: readonly string[];
   /**
    * Whether the stack already holds state although this object has no record of an `up`: the
-   * state then describes another object of the same name (deleted without its finalizer, restored
-   * from a backup, another cluster) and is refreshed before anything is applied.
+   * state may describe another object of the same name (deleted without its finalizer, restored
+   * from a backup, another cluster) or an interrupted first update, and is refreshed before
+   * anything is applied.
    */
   readonly orphanedState: boolean;
 }
@@ -54,7 +55,7 @@ export function describeDrift(drift: readonly string[]): string {
 
 export function decide(input: DecisionInput): Decision {
   const { generation, applied, drift } = input;
-  if (!applied) return { action: "apply", reason: input.orphanedState ? "never applied (the stack's state is from an earlier object; refreshed first)" : "never applied", refresh: input.orphanedState };
+  if (!applied) return { action: "apply", reason: input.orphanedState ? "never applied (the stack already records resources: refreshed first)" : "never applied", refresh: input.orphanedState };
   if (applied.programVersion !== programVersion) return { action: "apply", reason: "the operator's program changed", refresh: drift.length > 0 };
   if (applied.generation !== generation) return { action: "apply", reason: `spec changed (generation ${applied.generation} -> ${generation})`, refresh: false };
   if (drift.length) return { action: "repair", reason: `drift: ${describeDrift(drift)}` };

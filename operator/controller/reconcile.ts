@@ -19,7 +19,7 @@ import { describeChanges, describeSteps, hasChanges } from "../pulumi/preview-st
 import { programFor } from "../pulumi/programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
-import { StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
+import { OperationTimedOut, StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
 import { computeStatus, rolloutPhase, writeStatus } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 
@@ -218,7 +218,7 @@ export class Reconciler {
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
     const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
     const kind = operation?.kind ?? "up";
-    const reason = kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
+    const reason = error instanceof OperationTimedOut ? "OperationTimedOut" : kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
     const { attempt, delayMs } = this.deps.backoff(key);
     log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
     this.deps.events.record(object, "Warning", reason, message);

@@ -26,6 +26,8 @@ export interface OperatorConfig {
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
   /** How long a SIGTERM waits for running Pulumi operations before the process exits anyway. */
   readonly shutdownGraceMs: number;
+  /** How long one Pulumi operation may take before it is cancelled. */
+  readonly operationTimeoutMs: number;
   /** How often every object is re-checked against its live children, events or not (controller-runtime's SyncPeriod). */
   readonly resyncMs: number;
 }
@@ -111,6 +113,7 @@ export function loadConfig(argv: readonly string[], env: Env = process.env): Ope
     ...healthAddress(setting(argv, env, "health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
     leaderElection: leaderElection(argv, env),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
+    operationTimeoutMs: positiveInt(setting(argv, env, "operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,
     // so it is cheap; it is the backstop for a change no watch event announced.
     resyncMs: positiveInt(setting(argv, env, "resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,

@@ -27,6 +27,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
       passphrase: config.passphrase,
       pulumiHome: join(config.stateDir, "pulumi-home"),
       workDir: prepareWorkDir(join(config.stateDir, "workspace"), config.backendUrl),
+      operationTimeoutMs: config.operationTimeoutMs,
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
     },
     log,

@@ -10,27 +10,52 @@ export interface ProcessInfo {
   readonly pid: number;
   readonly parentPid: number;
   readonly command: string;
+  readonly args: readonly string[];
 }
 
 function processInfo(pid: number): ProcessInfo | undefined {
   try {
-    const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0] ?? "";
+    const [command = "", ...args] = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
     const parent = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    return parent ? { pid, parentPid: Number(parent), command } : undefined;
+    return parent ? { pid, parentPid: Number(parent), command, args } : undefined;
   } catch {
     // Gone meanwhile, or not ours to read.
     return undefined;
   }
 }
 
-/** The plugins started from `pulumiHome` whose engine is gone (Linux; elsewhere none are found). */
-export function orphanedPlugins(pulumiHome: string): ProcessInfo[] {
+function processes(): ProcessInfo[] {
   if (process.platform !== "linux") return [];
-  const plugins = join(pulumiHome, "plugins") + sep;
   return readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry))
     .map((entry) => processInfo(Number(entry)))
-    .filter((info): info is ProcessInfo => info !== undefined && info.parentPid === 1 && info.command.startsWith(plugins));
+    .filter((info): info is ProcessInfo => info !== undefined);
+}
+
+/** The Pulumi CLI processes this process started for `stack` (Linux; elsewhere none are found). */
+export function enginesOf(stack: string): ProcessInfo[] {
+  return processes().filter((info) => info.parentPid === process.pid && info.args.some((arg, i) => arg === "--stack" && info.args[i + 1] === stack));
+}
+
+/** Kills the engines of `stack` (an operation past its deadline that did not stop when asked). */
+export function killEngines(stack: string, log: Logger): number {
+  let killed = 0;
+  for (const info of enginesOf(stack)) {
+    try {
+      process.kill(info.pid, "SIGKILL");
+      killed++;
+      log.warn("killed a Pulumi engine that did not stop after its deadline", { pid: info.pid, stack });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return killed;
+}
+
+/** The plugins started from `pulumiHome` whose engine is gone (Linux; elsewhere none are found). */
+export function orphanedPlugins(pulumiHome: string): ProcessInfo[] {
+  const plugins = join(pulumiHome, "plugins") + sep;
+  return processes().filter((info) => info.parentPid === 1 && info.command.startsWith(plugins));
 }
 
 /** Kills the orphaned plugins of `pulumiHome`; how many it killed. */

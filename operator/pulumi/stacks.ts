@@ -17,10 +17,14 @@ import type { StackOperation } from "../../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
-import { killOrphanedPlugins } from "./orphans.ts";
+import { killEngines, killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";
 
 export const projectName = "appstack";
+
+/** How long one engine operation may take unless configured (APPSTACK_OPERATION_TIMEOUT_SECONDS). */
+export const defaultOperationTimeoutMs = 300_000;
+const maxKillGraceMs = 30_000;
 
 /** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
 export function prepareWorkDir(workDir: string, backendUrl: string): string {
@@ -38,6 +42,16 @@ export class StackOperationFailed extends Error {
 
 /** Another live update holds the stack: try again later. */
 export class StackBusy extends Error {}
+
+/** The operation did not finish within its deadline: it was cancelled (killed if it had to be) and its stack unlocked. */
+export class OperationTimedOut extends StackOperationFailed {
+  constructor(
+    operation: StackOperation,
+    readonly deadlineMs: number,
+  ) {
+    super(operation);
+  }
+}
 
 /**
  * The engine's diagnosis in a line or two: its `error:` lines, without the engine's own framing
@@ -87,7 +101,7 @@ export class StackDriver {
   private readonly clean = new Set<string>();
 
   constructor(
-    private readonly settings: EngineSettings & { readonly workDir: string },
+    private readonly settings: EngineSettings & { readonly workDir: string; readonly operationTimeoutMs?: number },
     private readonly log: Logger,
     private readonly observer?: OperationObserver,
   ) {}
@@ -174,8 +188,8 @@ export class StackDriver {
     return this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
-        if (options.refresh) await this.run("refresh", async () => (await stack.refresh({ onOutput })).summary);
-        return this.run("up", async () => (await stack.up({ onOutput, ...(options.plan ? { plan: options.plan } : {}) })).summary);
+        if (options.refresh) await this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput, signal })).summary);
+        return this.run(name, "up", async (signal) => (await stack.up({ onOutput, signal, ...(options.plan ? { plan: options.plan } : {}) })).summary);
       }),
     );
   }
@@ -190,8 +204,8 @@ export class StackDriver {
     const collector = new StepCollector();
     const onOutput = options.onOutput ?? this.engineOutput(name);
     try {
-      const operation = await this.run("preview", async () => {
-        const result = await stack.preview({ onOutput, onEvent: collector.onEvent, diff: true, refresh: options.refresh, ...(options.plan ? { plan: options.plan } : {}) });
+      const operation = await this.run(name, "preview", async (signal) => {
+        const result = await stack.preview({ onOutput, signal, onEvent: collector.onEvent, diff: true, refresh: options.refresh, ...(options.plan ? { plan: options.plan } : {}) });
         return { resourceChanges: result.changeSummary };
       });
       return { ...collector.result(), operation };
@@ -243,7 +257,7 @@ export class StackDriver {
     const result = await this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
-        return this.run("destroy", async () => (await stack.destroy({ onOutput })).summary);
+        return this.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, signal })).summary);
       }),
     );
     await stack.workspace.removeStack(name);
@@ -306,21 +320,51 @@ export class StackDriver {
     this.clean.delete(name);
   }
 
-  private async run(kind: StackOperation["kind"], operation: () => Promise<Outcome>): Promise<StackOperation> {
+  /**
+   * Runs one engine operation within its deadline. Past it the engine is asked to cancel (SIGINT,
+   * as the Automation API's abort signal does); an engine still running after a grace period as
+   * long again (30 s at most) is killed with its plugins, and its lock broken: a hung operation
+   * must never hold a worker or its stack for ever.
+   */
+  private async run(name: string, kind: StackOperation["kind"], operation: (signal: AbortSignal) => Promise<Outcome>): Promise<StackOperation> {
     const started = new Date();
     let result: StackOperation["result"] = "failed";
+    const deadlineMs = this.settings.operationTimeoutMs ?? defaultOperationTimeoutMs;
+    const abort = new AbortController();
+    let killer: NodeJS.Timeout | undefined;
+    const deadline = setTimeout(() => {
+      this.log.warn(`pulumi ${kind} passed its deadline; cancelling it`, { stack: name, deadlineMs });
+      abort.abort();
+      killer = setTimeout(() => this.kill(name), Math.min(maxKillGraceMs, deadlineMs));
+    }, deadlineMs);
     this.observer?.started();
     try {
-      const summary = await operation();
+      const summary = await operation(abort.signal);
       const outcome = report(kind, started, summary);
       if (outcome.result === "failed") throw new StackOperationFailed(outcome);
       result = "succeeded";
       return outcome;
     } catch (error) {
+      if (abort.signal.aborted) {
+        this.kill(name);
+        throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${kind} did not finish within its deadline of ${deadlineMs / 1000} s; it was cancelled and its stack unlocked`), deadlineMs);
+      }
       if (error instanceof StackOperationFailed || error instanceof ConcurrentUpdateError || error instanceof StackNotFoundError) throw error;
       throw new StackOperationFailed(report(kind, started, undefined, error));
     } finally {
+      clearTimeout(deadline);
+      clearTimeout(killer);
       this.observer?.finished(kind, result, (Date.now() - started.getTime()) / 1000);
     }
   }
+
+  /** Kills what is left of a cancelled operation on `name`: its engine, the plugins it leaves, its lock. */
+  private kill(name: string): void {
+    killEngines(name, this.log);
+    this.clean.delete(name);
+    // The killed engine's plugins are adopted by init a moment after it dies.
+    setTimeout(() => killOrphanedPlugins(this.settings.pulumiHome, this.log), 200).unref();
+    breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
+  }
+
 }

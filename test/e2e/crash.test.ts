@@ -1,32 +1,17 @@
 // Crash safety: the operator is killed (with the Pulumi engines it runs) in the middle of an
 // update and in the middle of a destroy; a new operator on the same state converges on its own.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { approveAnnotation } from "../../crds/types.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites, type Hold } from "../helpers/hold.ts";
-import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, lockFiles, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
 const cluster = useCluster(undefined, () => disposeOperator(operator));
-
-function lockFiles(stateDir: string): string[] {
-  const root = join(stateDir, "backend", ".pulumi", "locks");
-  if (!existsSync(root)) return [];
-  const files: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir)) {
-      const path = join(dir, entry);
-      if (statSync(path).isDirectory()) walk(path);
-      else files.push(path);
-    }
-  };
-  walk(root);
-  return files;
-}
 
 const orphans = (stateDir: string) => orphanedPlugins(join(stateDir, "pulumi-home"));
 

@@ -1,7 +1,7 @@
 // Runs the operator as users run it: its own process, against a test cluster, state in a temporary
 // folder. The test reads results from the API server, never from the operator.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
@@ -228,4 +228,20 @@ export async function watchOperator(operator: OperatorProcess, work: () => Promi
   const after = (await httpGet(operator.healthPort, "/metrics")).body;
   const delta = (name: string) => counterTotal(after, name) - counterTotal(before, name);
   return { pulumiProcesses: sampler.pulumiProcesses, reconciles: delta("appstack_reconcile_total"), resyncs: delta("appstack_resync_total"), operations: delta("appstack_pulumi_operations_total") };
+}
+
+/** Every lock file of an operator's file backend. */
+export function lockFiles(stateDir: string): string[] {
+  const root = join(stateDir, "backend", ".pulumi", "locks");
+  if (!existsSync(root)) return [];
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir)) {
+      const path = join(dir, entry);
+      if (statSync(path).isDirectory()) walk(path);
+      else files.push(path);
+    }
+  };
+  walk(root);
+  return files;
 }

@@ -28,6 +28,21 @@ function readStat(pid: number): Stat | undefined {
   }
 }
 
+/** The processes under `root` (its whole tree) whose command name is `comm`, now. */
+export function processesUnder(root: number, comm: string): number[] {
+  const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
+  const found: number[] = [];
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    for (const child of stats.filter((s) => s.ppid === pid)) {
+      if (child.comm === comm) found.push(child.pid);
+      stack.push(child.pid);
+    }
+  }
+  return found;
+}
+
 export class ProcessTreeSampler {
   peakRootKiB = 0;
   peakTreeKiB = 0;

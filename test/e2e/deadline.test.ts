@@ -1,0 +1,46 @@
+// Deadlines, end to end: a Pulumi operation that cannot finish (its Deployment's create held in
+// admission) is cancelled at its deadline, killed when it does not stop, and its stack unlocked;
+// the object says OperationTimedOut, and once the API server answers again it converges.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { processesUnder } from "../helpers/proctree.ts";
+
+let operator: OperatorProcess | undefined;
+let workloads: Workloads;
+const namespace = "default";
+
+const cluster = useCluster(
+  async ({ cluster: local }) => {
+    operator = await startOperatorProcess(local.kubeconfig, { env: { APPSTACK_LEADER_ELECT: "false", APPSTACK_OPERATION_TIMEOUT_SECONDS: "3", APPSTACK_RETRY_BASE_MS: "20000", APPSTACK_RETRY_MAX_MS: "20000" } });
+    workloads = new Workloads(local.kubeconfig);
+  },
+  () => disposeOperator(operator),
+);
+
+test("an operation past its deadline is cancelled, its stack unlocked, the object says OperationTimedOut, and it converges later", async () => {
+  // The engine's create of the Deployment waits in admission for as long as the test says.
+  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "slow");
+  await workloads.create({ kind: "App", metadata: { name: "slow", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await hold.held;
+  const stalled = await eventually("OperationTimedOut", async () => {
+    const object = await workloads.get("App", namespace, "slow");
+    const condition = object.status?.conditions?.find((c) => c.type === "Stalled" && c.status === "True");
+    return condition?.reason === "OperationTimedOut" ? condition : undefined;
+  }, 60_000);
+  assert.match(stalled.message, /pulumi up did not finish within its deadline of 3 s/);
+  await eventWithReason(cluster().core, namespace, "slow", "OperationTimedOut");
+  // Nothing of the cancelled operation is left: no engine, no lock on the stack. Looked at once
+  // nothing runs (the retry comes 20 s later).
+  await eventually("the queue to be quiet", async () => {
+    const metrics = (await httpGet(operator!.healthPort, "/metrics")).body;
+    return metricValue(metrics, "appstack_queue_active") === 0 && metricValue(metrics, "appstack_pulumi_operations_running") === 0 ? true : undefined;
+  });
+  assert.deepEqual(processesUnder(operator!.child.pid!, "pulumi"), []);
+  assert.deepEqual(lockFiles(operator!.stateDir), []);
+  await hold.release();
+  const ready = await workloads.ready("App", namespace, "slow", 120_000);
+  assert.equal(ready.status?.readyReplicas, 1);
+});
