@@ -2,18 +2,17 @@
 import { loadConfig } from "../manager/config.ts";
 import { createLogger } from "../manager/log.ts";
 import { startService } from "../manager/service.ts";
+import { onStopSignals } from "../manager/signals.ts";
 
 export async function runOperator(argv: readonly string[]): Promise<void> {
   const config = loadConfig(argv);
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const service = await startService(config, log);
   await new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
+    onStopSignals((signal) => {
       log.info("shutting down: finishing running operations", { signal });
       service.stop().then(resolve, resolve);
-    };
-    process.once("SIGINT", shutdown);
-    process.once("SIGTERM", shutdown);
+    }, log);
   });
   log.info("stopped");
 }

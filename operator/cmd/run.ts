@@ -10,6 +10,7 @@ import { loadConfig } from "../manager/config.ts";
 import { kubeClients } from "../kube/clients.ts";
 import { createLogger } from "../manager/log.ts";
 import { startService } from "../manager/service.ts";
+import { onStopSignals } from "../manager/signals.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
@@ -38,12 +39,10 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
       log.info("samples applied", { files: "crds/samples/app.yaml, crds/samples/memcached.yaml" });
     }
     await new Promise<void>((resolve) => {
-      const stop = () => {
+      onStopSignals(() => {
         log.info("stopping: letting running operations finish");
         operator.stop().then(resolve, resolve);
-      };
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
+      }, log);
     });
   } finally {
     if (cluster) {

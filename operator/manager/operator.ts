@@ -17,6 +17,8 @@ export interface RunningOperator {
   readonly watcher: Watcher;
   /** Stops taking work, lets running operations finish, stops the watches. */
   stop(): Promise<void>;
+  /** Kills the running operations (their stacks unlocked): nothing of this replica runs afterwards. */
+  abort(): Promise<void>;
 }
 
 export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
@@ -65,6 +67,13 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
     async stop() {
       clearInterval(resync);
       await queue.shutdown();
+      await watcher.stop();
+    },
+    async abort() {
+      clearInterval(resync);
+      const stopped = queue.shutdown();
+      await driver.killAll();
+      await stopped;
       await watcher.stop();
     },
   };

@@ -41,9 +41,10 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
       metrics.leader.set(1);
       void elector.keepRenewing(() => {
         metrics.leader.set(0);
-        // As controller-runtime does: a replica that lost the lease exits and starts afresh.
-        log.error("lost leadership; exiting so that another replica takes over");
-        process.exit(1);
+        // As controller-runtime does: a replica that lost the lease exits and starts afresh. Its
+        // engines go first: the renew deadline ends before the lease can expire for a standby.
+        log.error("lost leadership; stopping every operation and exiting so that another replica takes over");
+        void withDeadline(operator?.abort() ?? Promise.resolve(), 3_000).finally(() => process.exit(1));
       });
     }
     try {
@@ -65,7 +66,9 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
       elector?.stop();
       await leading.catch(() => undefined);
       if (operator && (await withDeadline(operator.stop(), config.shutdownGraceMs)) === "deadline") {
-        log.warn("shutdown deadline passed with operations still running; their stacks' locks will be broken by the next leader", { graceMs: config.shutdownGraceMs });
+        // The lease goes only after every engine of this replica is gone: two engines must never write one stack.
+        log.warn("shutdown grace passed with operations still running; killing them before the lease is handed over", { graceMs: config.shutdownGraceMs });
+        await operator.abort();
       }
       await elector?.release();
       metrics.leader.set(0);

@@ -32,19 +32,19 @@ function processes(): ProcessInfo[] {
     .filter((info): info is ProcessInfo => info !== undefined);
 }
 
-/** The Pulumi CLI processes this process started for `stack` (Linux; elsewhere none are found). */
-export function enginesOf(stack: string): ProcessInfo[] {
-  return processes().filter((info) => info.parentPid === process.pid && info.args.some((arg, i) => arg === "--stack" && info.args[i + 1] === stack));
+/** The Pulumi CLI processes this process started, for `stack` or for any (Linux; elsewhere none are found). */
+export function enginesOf(stack?: string): ProcessInfo[] {
+  return processes().filter((info) => info.parentPid === process.pid && info.args.some((arg, i) => arg === "--stack" && (stack === undefined || info.args[i + 1] === stack)));
 }
 
-/** Kills the engines of `stack` (an operation past its deadline that did not stop when asked). */
-export function killEngines(stack: string, log: Logger): number {
+/** Kills the engines of `stack` (an operation past its deadline), or all of them (a handover). */
+export function killEngines(stack: string | undefined, why: string, log: Logger): number {
   let killed = 0;
   for (const info of enginesOf(stack)) {
     try {
       process.kill(info.pid, "SIGKILL");
       killed++;
-      log.warn("killed a Pulumi engine that did not stop after its deadline", { pid: info.pid, stack });
+      log.warn(`killed a Pulumi engine: ${why}`, { pid: info.pid, stack: info.args[info.args.indexOf("--stack") + 1] });
     } catch {
       // Gone meanwhile.
     }

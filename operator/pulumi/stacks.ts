@@ -274,6 +274,20 @@ export class StackDriver {
     killOrphanedPlugins(this.settings.pulumiHome, this.log);
   }
 
+  /**
+   * Stops every operation of this process at once (a handover: past the shutdown grace, or the
+   * lease lost): its engines and their plugins are killed and their locks broken, so that no
+   * engine of this replica writes a stack once another replica may lead.
+   */
+  async killAll(): Promise<void> {
+    const killed = killEngines(undefined, "this replica is handing over", this.log);
+    if (!killed) return;
+    // The plugins are adopted by init a moment after their engine dies.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    killOrphanedPlugins(this.settings.pulumiHome, this.log);
+    breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
+  }
+
   /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
   private checkpointBase(name: string): string | undefined {
     if (!this.settings.backendUrl.startsWith("file://")) return undefined;
@@ -360,7 +374,7 @@ export class StackDriver {
 
   /** Kills what is left of a cancelled operation on `name`: its engine, the plugins it leaves, its lock. */
   private kill(name: string): void {
-    killEngines(name, this.log);
+    killEngines(name, "it did not stop when its deadline cancelled it", this.log);
     this.clean.delete(name);
     // The killed engine's plugins are adopted by init a moment after it dies.
     setTimeout(() => killOrphanedPlugins(this.settings.pulumiHome, this.log), 200).unref();
