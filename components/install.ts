@@ -52,7 +52,8 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
     { name: "APPSTACK_STATE_DIR", value: statePath },
     { name: "APPSTACK_CONCURRENCY", value: String(args.parallelism ?? 3) },
     { name: "APPSTACK_NAMESPACES", value: (args.watchNamespaces ?? []).join(",") },
-    ...(args.backendUrl ? [{ name: "APPSTACK_BACKEND_URL", value: args.backendUrl }] : []),
+    // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
+    ...(args.backendUrl ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: { secretKeyRef: { name: secretName, key: "backendUrl" } } }] : []),
     { name: "APPSTACK_PASSPHRASE", valueFrom: { secretKeyRef: { name: secretName, key: "passphrase" } } },
   ];
 }
@@ -93,7 +94,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: leaseRole.metadata.name },
       subjects: subject,
     }, { parent: this });
-    const secret = new k8s.core.v1.Secret(`${name}-passphrase`, { metadata: { ...meta, name: `${operatorName}-passphrase` }, stringData: { passphrase: pulumi.secret(args.passphrase) } }, { parent: this });
+    const secret = new k8s.core.v1.Secret(`${name}-passphrase`, { metadata: { ...meta, name: `${operatorName}-passphrase` }, stringData: { passphrase: pulumi.secret(args.passphrase), ...(args.backendUrl ? { backendUrl: pulumi.secret(args.backendUrl) } : {}) } }, { parent: this });
     const volumes: k8s.types.input.core.v1.Volume[] = [];
     if (!args.backendUrl) {
       const claim = new k8s.core.v1.PersistentVolumeClaim(`${name}-state`, {

@@ -1,6 +1,7 @@
 // The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
 import { join } from "node:path";
 import type { OperatorConfig } from "./config.ts";
+import { redactUrl } from "./redact.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { kubeClients, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "./log.ts";
@@ -59,7 +60,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
     queue.resync(watcher.keys());
   }, config.resyncMs);
   resync.unref();
-  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: config.backendUrl, resyncSeconds: config.resyncMs / 1000 });
+  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: redactUrl(config.backendUrl), resyncSeconds: config.resyncMs / 1000 });
   return {
     clients,
     queue,

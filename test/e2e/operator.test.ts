@@ -1,7 +1,7 @@
 // The operator end to end: its own process, the real Pulumi engine, a real API server. Every
 // assertion reads the API server (objects, Deployments, pods, Events) or the stack backend.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { CoreV1Event, V1Deployment } from "@kubernetes/client-node";
@@ -235,4 +235,31 @@ test("deleting a namespace runs the finalizers of its objects and does not hang"
     }
   }, 120_000);
   assert.ok(!existsSync(stackFile(stackName("App", "doomed", "short-lived"))));
+});
+
+/** Every file below `dir`, as text. */
+function filesBelow(dir: string): { path: string; text: string }[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .map((relative) => join(dir, relative))
+    .filter((path) => statSync(path).isFile())
+    .map((path) => ({ path, text: readFileSync(path).toString("latin1") }));
+}
+
+test("the passphrase appears in no log, status, Event or state file", async () => {
+  const passphrase = "e2e-passphrase";
+  // The operator logs at debug level here: the engines' own output is in it too.
+  for (const { path, text } of filesBelow(operator!.stateDir).filter((f) => !f.path.includes(`${join("pulumi-home", "plugins")}`))) {
+    assert.ok(!text.includes(passphrase), `the passphrase is in ${path}`);
+  }
+  const { CustomObjectsApi, KubeConfig } = await import("@kubernetes/client-node");
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster().cluster.kubeconfig);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  for (const plural of ["apps", "memcacheds"]) {
+    const list: unknown = await custom.listClusterCustomObject({ group: "appstack.dev", version: "v1alpha1", plural });
+    assert.ok(!JSON.stringify(list).includes(passphrase), `the passphrase is in the ${plural}`);
+  }
+  const events = await cluster().core.listEventForAllNamespaces({});
+  assert.ok(events.items.length > 0);
+  assert.ok(!JSON.stringify(events).includes(passphrase), "the passphrase is in an Event");
 });
