@@ -55,6 +55,11 @@ function awaiting(object: Workload, preview: PreviewStatus): Phase {
   return { kind: "awaiting", message: `plan ${preview.planId}: ${describeChanges(preview.changes)}; approve with: ${approveCommand(object, preview.planId)}` };
 }
 
+/** The stack report of a failed attempt: how many in a row, and when the next one comes. */
+function retrying(stack: StackStatus, attempt: number, delayMs: number): StackStatus {
+  return { ...stack, attempts: attempt, nextRetryTime: new Date(Date.now() + delayMs).toISOString() };
+}
+
 function refreshes(decision: Pending): boolean {
   return decision.action === "repair" || decision.refresh;
 }
@@ -222,7 +227,7 @@ export class Reconciler {
     const { attempt, delayMs } = this.deps.backoff(key);
     log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
     this.deps.events.record(object, "Warning", reason, message);
-    const stack: StackStatus = { ...previous, ...(operation ? { lastOperation: operation } : {}), attempts: attempt, nextRetryTime: new Date(Date.now() + delayMs).toISOString() };
+    const stack = retrying({ ...previous, ...(operation ? { lastOperation: operation } : {}) }, attempt, delayMs);
     // Best effort: the retry matters more than the report of the failure.
     await this.report(object, deployment, { kind: "stalled", reason, message }, stack, false, preview).catch(() => undefined);
     return new ReportedFailure(reason, message);
@@ -234,8 +239,7 @@ export class Reconciler {
     const { attempt, delayMs } = this.deps.backoff(key);
     log.warn("resource conflict", { conflicts: observed.conflicts.map((c) => `${c.child.kind}/${c.child.name}`), attempt, retryInMs: delayMs });
     this.deps.events.record(object, "Warning", "ResourceConflict", message);
-    const retry: StackStatus = { ...(stackStatus ?? object.status?.stack ?? { name: stack }), attempts: attempt, nextRetryTime: new Date(Date.now() + delayMs).toISOString() };
-    await this.report(object, undefined, { kind: "stalled", reason: "ResourceConflict", message }, retry, false);
+    await this.report(object, undefined, { kind: "stalled", reason: "ResourceConflict", message }, retrying(stackStatus ?? object.status?.stack ?? { name: stack }, attempt, delayMs), false);
     throw new ReportedFailure("ResourceConflict", message);
   }
 
@@ -249,7 +253,7 @@ export class Reconciler {
     const object = this.deps.watcher.workload(objectKey.kind, objectKey.namespace, objectKey.name);
     if (!object) return;
     this.deps.events.record(object, "Warning", "ReconcileFailed", message);
-    const stack: StackStatus = { ...(object.status?.stack ?? { name: stackName(objectKey.kind, objectKey.namespace, objectKey.name) }), attempts: attempt, nextRetryTime: new Date(Date.now() + delayMs).toISOString() };
+    const stack = retrying(object.status?.stack ?? { name: stackName(objectKey.kind, objectKey.namespace, objectKey.name) }, attempt, delayMs);
     const deployment = (await this.children.observe(object).catch(() => undefined))?.deployment;
     await this.report(object, deployment, { kind: "stalled", reason: "ReconcileFailed", message }, stack, false).catch(() => undefined);
   }
