@@ -22,6 +22,34 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/** When a process started (ms since the epoch), from /proc; undefined where that cannot be read. */
+function processStartMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const startTicks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
+    // USER_HZ is 100 on Linux.
+    return Number.isFinite(startTicks) && Number.isFinite(bootSeconds) ? bootSeconds * 1000 + startTicks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Slack for the rounding of boot time (whole seconds) and of start ticks. */
+const startSlackMs = 2_000;
+
+/**
+ * Whether the lock's holder still runs: a process of that pid that started before the lock was
+ * taken. Pids wrap (pid_max is often 32768 and a busy operator starts many processes), and a
+ * later process that got a killed engine's pid must not keep its lock for ever.
+ */
+function holderAlive(lock: LockInfo): boolean {
+  if (lock.pid === undefined || !processAlive(lock.pid)) return false;
+  const takenMs = lock.timestamp ? Date.parse(lock.timestamp) : NaN;
+  const startedMs = processStartMs(lock.pid);
+  return Number.isNaN(takenMs) || startedMs === undefined || startedMs <= takenMs + startSlackMs;
+}
+
 /** Every folder holding lock files, up to <org>/<project>/<stack>. */
 function lockFolders(root: string): string[] {
   if (!existsSync(root)) return [];
@@ -58,7 +86,7 @@ function breakLocksIn(folder: string, log: Logger): boolean {
     } catch {
       // An unreadable lock is as stale as one whose owner is gone.
     }
-    const live = lock.hostname === hostname() && lock.pid !== undefined && processAlive(lock.pid);
+    const live = lock.hostname === hostname() && holderAlive(lock);
     if (live) return false;
     if (!file.endsWith(".attrs")) log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
     rmSync(path, { force: true });

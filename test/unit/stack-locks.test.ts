@@ -17,11 +17,11 @@ const log = createLogger({ level: "warn", write: (line) => warnings.push(line) }
 /** A pid no process has: beyond the kernel's default pid_max. */
 const deadPid = 4_194_304 + 1;
 
-function lock(project: string, stack: string, holder: { pid: number; hostname: string }): string {
+function lock(project: string, stack: string, holder: { pid: number; hostname: string }, taken = new Date()): string {
   const folder = join(backend, ".pulumi", "locks", "organization", project, stack);
   mkdirSync(folder, { recursive: true });
   const file = join(folder, `${stack}-lock.json`);
-  writeFileSync(file, JSON.stringify({ ...holder, username: "test", timestamp: new Date().toISOString() }));
+  writeFileSync(file, JSON.stringify({ ...holder, username: "test", timestamp: taken.toISOString() }));
   writeFileSync(`${file}.attrs`, "{}");
   return file;
 }
@@ -42,4 +42,11 @@ test("a sweep breaks the project's locks whose holder is gone, and keeps live on
   assert.equal(breakStaleLocks(backendUrl, "appstack", "app.default.running", log), false);
   assert.equal(breakAllStaleLocks(backendUrl, "appstack", log), 0, "a second sweep finds nothing");
   assert.equal(breakAllStaleLocks("s3://bucket", "appstack", log), 0, "only file backends have lock files to look at");
+});
+
+test("a lock whose pid now belongs to a process started after the lock was taken is stale (pids wrap)", () => {
+  // This test process is alive, but started long after a lock taken a day ago.
+  const reused = lock("appstack", "app.default.reused", { pid: process.pid, hostname: hostname() }, new Date(Date.now() - 86_400_000));
+  assert.equal(breakStaleLocks(backendUrl, "appstack", "app.default.reused", log), true);
+  assert.ok(!existsSync(reused));
 });
