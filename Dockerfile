@@ -16,7 +16,7 @@ RUN cd toolchain/kubernetes-provider \
  && cp "$dir/cmd/pulumi-resource-kubernetes/terraform-mapping.json" terraform-mapping-embed.json \
  && go build -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force

@@ -14,6 +14,12 @@ test("the Pulumi CLI is pinned to the version of @pulumi/pulumi in the lockfile"
   assert.equal(pinnedVersion(toolByName("pulumi")), `v${lock.packages["node_modules/@pulumi/pulumi"]?.version}`);
 });
 
+test("npm scripts run on the Node.js the project brings (the npm package `node`), not the machine's", () => {
+  // `npm test` runs this file: node_modules/.bin comes first on PATH, so `node` is the pinned one.
+  assert.equal(process.version, `v${lock.packages["node_modules/node"]?.version}`);
+  assert.equal(process.versions.node.split(".")[0], "24");
+});
+
 test("the provider plugin is stamped with the version @pulumi/kubernetes asks the engine for", () => {
   assert.equal(kubernetesProviderVersion(), lock.packages["node_modules/@pulumi/kubernetes"]?.version);
 });
