@@ -12,17 +12,21 @@ export const imageSchema: JsonSchema = {
 
 const quantity: JsonSchema = {
   "x-kubernetes-int-or-string": true,
+  description: "A quantity, as in core/v1: 500m, 0.5, 128Mi.",
   anyOf: [{ type: "integer" }, { type: "string" }],
   pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
 };
 
 // Bounded so that the CEL rule below stays within the API server's cost budget.
-const resourceList: JsonSchema = { type: "object", maxProperties: 6, additionalProperties: quantity };
+const resourceList = (description: string): JsonSchema => ({ type: "object", maxProperties: 6, additionalProperties: quantity, description });
 
 const resources: JsonSchema = {
   type: "object",
   description: "Compute requests and limits of the container, as in core/v1 ResourceRequirements.",
-  properties: { requests: resourceList, limits: resourceList },
+  properties: {
+    requests: resourceList("Resources the container is guaranteed, by name (cpu, memory, ...)."),
+    limits: resourceList("Resources the container may use at most, by name; each at least its request."),
+  },
   "x-kubernetes-validations": [
     {
       rule: "!has(self.requests) || !has(self.limits) || self.requests.all(r, !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",
@@ -41,18 +45,19 @@ const env: JsonSchema = {
     type: "object",
     required: ["name"],
     properties: {
-      name: { type: "string", minLength: 1, maxLength: 256, pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$" },
-      value: { type: "string", maxLength: 32768 },
+      name: { type: "string", minLength: 1, maxLength: 256, pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$", description: "The variable's name, unique in the list." },
+      value: { type: "string", maxLength: 32768, description: "The variable's value; empty when absent." },
     },
   },
 };
 
 export const appSpecSchema: JsonSchema = {
   type: "object",
+  description: "The workload: one container image run as a Deployment, with a Service when it has a port.",
   required: ["image"],
   properties: {
     image: imageSchema,
-    replicas: { type: "integer", format: "int32", default: 1, minimum: 0, maximum: 1000 },
+    replicas: { type: "integer", format: "int32", default: 1, minimum: 0, maximum: 1000, description: "Number of pods (kubectl scale changes it)." },
     port: { type: "integer", format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." },
     env,
     resources,
@@ -63,7 +68,7 @@ export const appSpecSchema: JsonSchema = {
 export const appCrd = customResourceDefinition(
   "App",
   "apps",
-  { spec: appSpecSchema, status: workloadStatus() },
+  { description: "An App runs one container image as a Deployment, with a ClusterIP Service when it has a port; appstack reconciles it through a Pulumi stack of its own.", spec: appSpecSchema, status: workloadStatus() },
   {
     shortNames: ["asapp"],
     subresources: workloadSubresources(".spec.replicas"),

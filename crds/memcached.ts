@@ -8,12 +8,14 @@ export const memcachedCrd = customResourceDefinition(
   "Memcached",
   "memcacheds",
   {
+    description: "A Memcached runs memcached pods as a Deployment with a ClusterIP Service on port 11211; appstack reconciles it through a Pulumi stack of its own.",
     spec: {
       type: "object",
+      description: "The memcached cluster: how many pods, which image.",
       required: ["size"],
       properties: {
         size: { type: "integer", format: "int32", minimum: 0, maximum: 100, description: "Number of memcached pods." },
-        image: { ...imageSchema, default: defaultMemcachedImage },
+        image: { ...imageSchema, default: defaultMemcachedImage, description: `The memcached image (default ${defaultMemcachedImage}).` },
         updatePolicy: updatePolicySchema,
       },
     },

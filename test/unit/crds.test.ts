@@ -18,3 +18,24 @@ test("both kinds have status and scale subresources and the promised printer col
   assert.deepEqual(columns[0], ["Image", "Desired", "Ready", "Status", "Plan", "Age"]);
   assert.deepEqual(columns[1], ["Size", "Ready", "Status", "Plan", "Age"]);
 });
+
+/** Every field under `path` that `kubectl explain` would show without a description. */
+function undocumented(schema: Record<string, unknown>, path: string): string[] {
+  const missing = typeof schema["description"] === "string" && schema["description"] !== "" ? [] : [path];
+  const properties = (schema["properties"] ?? {}) as Record<string, Record<string, unknown>>;
+  const items = schema["items"] as Record<string, unknown> | undefined;
+  return [
+    ...missing,
+    ...Object.entries(properties).flatMap(([name, child]) => undocumented(child, `${path}.${name}`)),
+    // An array's items are explained under the array's own name, as kubectl does.
+    ...(items?.["properties"] ? Object.entries(items["properties"] as Record<string, Record<string, unknown>>).flatMap(([name, child]) => undocumented(child, `${path}.${name}`)) : []),
+  ];
+}
+
+test("kubectl explain documents every field of both kinds, status included", () => {
+  for (const crd of customResourceDefinitions) {
+    const version = (crd.spec["versions"] as { schema: { openAPIV3Schema: Record<string, unknown> } }[])[0]!;
+    const kind = (crd.spec["names"] as { kind: string }).kind;
+    assert.deepEqual(undocumented(version.schema.openAPIV3Schema, kind.toLowerCase()), [], `${kind}: fields without a description`);
+  }
+});
