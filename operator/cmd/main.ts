@@ -1,11 +1,14 @@
 // The operator process: wiring only (config, logger, service, signals), as kubebuilder's cmd/main.go.
-import { loadConfig } from "../manager/config.ts";
+import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
 import { createLogger } from "../manager/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
+import { parseFlags } from "./flags.ts";
+
+export const operatorUsage = `usage: appstack operator [flags]\n${operatorFlagsUsage}`;
 
 export async function runOperator(argv: readonly string[]): Promise<void> {
-  const config = loadConfig(argv);
+  const config = loadConfig(parseFlags(argv, operatorOptions, operatorUsage));
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const service = await startService(config, log);
   await new Promise<void>((resolve) => {

@@ -1,25 +1,35 @@
 // `appstack preview -f app.yaml`: what the operator would do with these objects, done by the same
 // program against the same cluster and stack state, without changing either. Exit codes as
 // `terraform plan -detailed-exitcode`: 0 no changes, 1 error, 2 changes.
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import type { KubernetesObject } from "@kubernetes/client-node";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { ApiextensionsV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { apiVersion, group, plurals, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
 import { readManifests } from "../kube/apply.ts";
-import { loadConfig, type OperatorConfig } from "../manager/config.ts";
-import { briefError, keyOf, kubeClients, readWorkload, type KubeClients } from "../kube/clients.ts";
+import { loadConfig, operatorOptions, type OperatorConfig, type OperatorFlags } from "../manager/config.ts";
+import { apiClient, briefError, isNotFound, keyOf, kubeClients, orUndefined, readWorkload, type KubeClients } from "../kube/clients.ts";
 import { createLogger } from "../manager/log.ts";
 import { hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
+import { parseFlags, UsageError } from "./flags.ts";
 
 export const previewUsage = `usage: appstack preview -f FILE [-f FILE ...] [--json] [--refresh] [--kubeconfig=PATH] [--state-dir=DIR | --backend-url=URL]
   previews App and Memcached objects against the cluster and the operator's stack state;
   changes nothing. Exit code 0: no changes, 2: changes, 1: error.`;
+
+const previewOptions = {
+  filename: { type: "string", short: "f", multiple: true },
+  json: { type: "boolean" },
+  refresh: { type: "boolean" },
+  kubeconfig: operatorOptions.kubeconfig,
+  "state-dir": operatorOptions["state-dir"],
+  "backend-url": operatorOptions["backend-url"],
+} as const;
 
 export interface ObjectPreview {
   readonly kind: WorkloadKind;
@@ -38,15 +48,10 @@ interface Options {
   readonly refresh: boolean;
 }
 
-function parseArgs(argv: readonly string[]): Options {
-  const files: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "-f" || arg === "--filename") files.push(argv[++i] ?? "");
-    else if (arg.startsWith("--filename=")) files.push(arg.slice("--filename=".length));
-  }
-  if (!files.length || files.includes("")) throw new Error(previewUsage);
-  return { files, json: argv.includes("--json"), refresh: argv.includes("--refresh") };
+function previewFlags(argv: readonly string[]): { options: Options; flags: OperatorFlags } {
+  const { filename: files = [], json = false, refresh = false, ...flags } = parseFlags(argv, previewOptions, previewUsage);
+  if (!files.length || files.includes("")) throw new UsageError(`name the objects to preview with -f FILE\n${previewUsage}`);
+  return { options: { files, json, refresh }, flags };
 }
 
 function workloadsIn(files: readonly string[], defaultNamespace: string): Workload[] {
@@ -73,11 +78,24 @@ async function dryRun(clients: KubeClients, object: Workload): Promise<{ object:
   return { object: result as Workload, exists: live !== undefined };
 }
 
-/** Drivers over the configured backend, and over a throwaway one for objects that have no stack yet. */
+/** What a refused dry run means for the user: a missing API is named, with the command that installs it. */
+async function explainRefusal(clients: KubeClients, kind: WorkloadKind, error: unknown): Promise<string> {
+  if (!isNotFound(error)) return briefError(error);
+  const crd = `${plurals[kind]}.${group}`;
+  const installed = await orUndefined(() => apiClient(clients.config, ApiextensionsV1Api).readCustomResourceDefinition({ name: crd })).catch(() => "unreadable");
+  if (installed !== undefined) return briefError(error);
+  return `the CRD ${crd} is not installed in this cluster; install appstack's API with \`npx appstack kubectl apply --server-side -f crds/yaml/\` (the operator's install, \`npx appstack pulumi up\`, and \`npm start\` on its local cluster do it too)`;
+}
+
+/**
+ * Drivers over the configured backend, and over a throwaway one for objects that have no stack yet.
+ * A local backend folder that does not exist holds no stack, and is not created by looking.
+ */
 function drivers(config: OperatorConfig, scratch: string) {
   const log = createLogger({ level: "warn", format: "text", write: (line) => process.stderr.write(line + "\n") });
   const engine = { pulumiHome: join(scratch, "pulumi-home"), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
-  const configured = new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: prepareWorkDir(join(scratch, "configured"), config.backendUrl) }, log);
+  const backendUnused = config.backendUrl.startsWith("file:") && !existsSync(fileURLToPath(config.backendUrl));
+  const configured = backendUnused ? undefined : new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: prepareWorkDir(join(scratch, "configured"), config.backendUrl) }, log);
   const emptyBackend = pathToFileURL(mkdtempSync(join(scratch, "backend-"))).href;
   const empty = new StackDriver({ ...engine, backendUrl: emptyBackend, passphrase: "preview", workDir: prepareWorkDir(join(scratch, "new"), emptyBackend) }, log);
   return { configured, empty };
@@ -90,11 +108,11 @@ async function previewAll(options: Options, config: OperatorConfig, scratch: str
   const results: ObjectPreview[] = [];
   for (const given of workloadsIn(options.files, defaultNamespace)) {
     const label = `${given.kind} ${given.metadata.namespace}/${given.metadata.name}`;
-    const { object, exists } = await dryRun(clients, given).catch((error: unknown) => {
-      throw new Error(`${label}: ${briefError(error)}`);
+    const { object, exists } = await dryRun(clients, given).catch(async (error: unknown) => {
+      throw new Error(`${label}: ${await explainRefusal(clients, given.kind, error)}`);
     });
     const stack = stackName(object.kind, object.metadata.namespace, object.metadata.name);
-    const isNew = !(await configured.exists(stack));
+    const isNew = !configured || !(await configured.exists(stack));
     const driver = isNew ? empty : configured;
     // A stack with no object in the cluster is an earlier object's: only a refresh tells what of it is left.
     const stale = !isNew && !exists;
@@ -109,8 +127,9 @@ async function previewAll(options: Options, config: OperatorConfig, scratch: str
 export async function runPreviewCli(argv: readonly string[]): Promise<number> {
   const scratch = mkdtempSync(join(tmpdir(), "appstack-preview-"));
   try {
-    const options = parseArgs(argv);
-    const results = await previewAll(options, loadConfig(argv), scratch);
+    const { options, flags } = previewFlags(argv);
+    // Read-only: a preview creates no state folder and no passphrase file.
+    const results = await previewAll(options, loadConfig(flags, process.env, { readOnly: true }), scratch);
     const changed = results.some((result) => hasChanges(result.changes));
     if (options.json) process.stdout.write(JSON.stringify({ changes: changed, objects: results }, null, 2) + "\n");
     return changed ? 2 : 0;

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { ParseArgsOptionsConfig } from "node:util";
 import type { Level } from "./log.ts";
 
 export interface OperatorConfig {
@@ -34,9 +35,31 @@ export interface OperatorConfig {
 
 type Env = Record<string, string | undefined>;
 
-function flag(argv: readonly string[], name: string): string | undefined {
-  const prefix = `--${name}=`;
-  return argv.find((arg) => arg.startsWith(prefix))?.slice(prefix.length);
+/** The operator's flags, each also an environment variable (see loadConfig); for node:util parseArgs. */
+export const operatorOptions = {
+  kubeconfig: { type: "string" },
+  namespaces: { type: "string" },
+  concurrency: { type: "string" },
+  "state-dir": { type: "string" },
+  "backend-url": { type: "string" },
+  "log-level": { type: "string" },
+  "log-format": { type: "string" },
+  "health-addr": { type: "string" },
+  "leader-elect": { type: "string" },
+  "operation-timeout-seconds": { type: "string" },
+  "resync-seconds": { type: "string" },
+} as const satisfies ParseArgsOptionsConfig;
+
+export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: string };
+
+export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
+  --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
+  --leader-elect=true|false  --operation-timeout-seconds=N  --resync-seconds=N
+  (each also an environment variable; see README.md, Operator settings)`;
+
+/** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
+export interface LoadOptions {
+  readonly readOnly?: boolean;
 }
 
 function positiveInt(text: string | undefined, fallback: number, what: string): number {
@@ -50,11 +73,13 @@ function positiveInt(text: string | undefined, fallback: number, what: string): 
  * The passphrase for stack secrets. A local file backend may keep a generated one beside its
  * state; any other backend must be given one, or its secrets could not be read after a restart.
  */
-function passphrase(env: Env, stateDir: string, localBackend: boolean): string {
+function passphrase(env: Env, stateDir: string, localBackend: boolean, readOnly: boolean): string {
   const given = env["APPSTACK_PASSPHRASE"] ?? env["PULUMI_CONFIG_PASSPHRASE"];
   if (given) return given;
   if (!localBackend) throw new Error("set APPSTACK_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE) to encrypt stack secrets");
   const file = join(stateDir, "passphrase");
+  // Read-only with no file: no operator has used this folder, so no stack needs the passphrase.
+  if (readOnly && !existsSync(file)) return "";
   if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("base64url"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
 }
@@ -68,8 +93,8 @@ function healthAddress(text: string): { healthHost: string; healthPort: number }
   return { healthHost: match[1] || "0.0.0.0", healthPort: Number(match[2]) };
 }
 
-function leaderElection(argv: readonly string[], env: Env): OperatorConfig["leaderElection"] {
-  const enabled = (setting(argv, env, "leader-elect", "APPSTACK_LEADER_ELECT") ?? "true") !== "false";
+function leaderElection(flags: OperatorFlags, env: Env): OperatorConfig["leaderElection"] {
+  const enabled = (flags["leader-elect"] ?? env["APPSTACK_LEADER_ELECT"] ?? "true") !== "false";
   if (!enabled) return undefined;
   const inCluster = existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, "utf8").trim() : undefined;
   return {
@@ -79,19 +104,14 @@ function leaderElection(argv: readonly string[], env: Env): OperatorConfig["lead
   };
 }
 
-/** A flag (`--name=value`) wins over its environment variable. */
-function setting(argv: readonly string[], env: Env, name: string, variable: string): string | undefined {
-  return flag(argv, name) ?? env[variable];
-}
-
 /** Where stack state lives and how its secrets are encrypted. */
-function storage(argv: readonly string[], env: Env): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
-  const stateDir = setting(argv, env, "state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
-  mkdirSync(stateDir, { recursive: true });
-  const givenBackend = setting(argv, env, "backend-url", "APPSTACK_BACKEND_URL");
-  if (givenBackend) return { stateDir, backendUrl: givenBackend, passphrase: passphrase(env, stateDir, false) };
-  mkdirSync(join(stateDir, "backend"), { recursive: true });
-  return { stateDir, backendUrl: pathToFileURL(join(stateDir, "backend")).href, passphrase: passphrase(env, stateDir, true) };
+function storage(setting: (name: keyof OperatorFlags, variable: string) => string | undefined, env: Env, readOnly: boolean): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
+  const stateDir = setting("state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
+  if (!readOnly) mkdirSync(stateDir, { recursive: true });
+  const givenBackend = setting("backend-url", "APPSTACK_BACKEND_URL");
+  if (givenBackend) return { stateDir, backendUrl: givenBackend, passphrase: passphrase(env, stateDir, false, readOnly) };
+  if (!readOnly) mkdirSync(join(stateDir, "backend"), { recursive: true });
+  return { stateDir, backendUrl: pathToFileURL(join(stateDir, "backend")).href, passphrase: passphrase(env, stateDir, true, readOnly) };
 }
 
 function logLevel(text: string): Level {
@@ -99,23 +119,25 @@ function logLevel(text: string): Level {
   throw new Error(`unknown log level ${text}`);
 }
 
-export function loadConfig(argv: readonly string[], env: Env = process.env): OperatorConfig {
-  const namespaces = (setting(argv, env, "namespaces", "APPSTACK_NAMESPACES") ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
+/** The settings from parsed flags (see operatorOptions) over the environment: a flag wins over its variable. */
+export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readOnly = false }: LoadOptions = {}): OperatorConfig {
+  const setting = (name: keyof OperatorFlags, variable: string) => flags[name] ?? env[variable];
+  const namespaces = (setting("namespaces", "APPSTACK_NAMESPACES") ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
   return {
-    kubeconfig: setting(argv, env, "kubeconfig", "KUBECONFIG"),
+    kubeconfig: setting("kubeconfig", "KUBECONFIG"),
     namespaces: namespaces.length ? namespaces : "all",
-    concurrency: positiveInt(setting(argv, env, "concurrency", "APPSTACK_CONCURRENCY"), 3, "concurrency"),
-    ...storage(argv, env),
-    logLevel: logLevel(setting(argv, env, "log-level", "APPSTACK_LOG_LEVEL") ?? "info"),
-    logFormat: setting(argv, env, "log-format", "APPSTACK_LOG_FORMAT") === "text" ? "text" : "json",
+    concurrency: positiveInt(setting("concurrency", "APPSTACK_CONCURRENCY"), 3, "concurrency"),
+    ...storage(setting, env, readOnly),
+    logLevel: logLevel(setting("log-level", "APPSTACK_LOG_LEVEL") ?? "info"),
+    logFormat: setting("log-format", "APPSTACK_LOG_FORMAT") === "text" ? "text" : "json",
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
-    ...healthAddress(setting(argv, env, "health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
-    leaderElection: leaderElection(argv, env),
+    ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
+    leaderElection: leaderElection(flags, env),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
-    operationTimeoutMs: positiveInt(setting(argv, env, "operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
+    operationTimeoutMs: positiveInt(setting("operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,
     // so it is cheap; it is the backstop for a change no watch event announced.
-    resyncMs: positiveInt(setting(argv, env, "resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,
+    resyncMs: positiveInt(setting("resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,
   };
 }

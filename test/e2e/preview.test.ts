@@ -176,3 +176,11 @@ test("appstack preview -f: a new object previews as creates without creating the
   assert.equal(existsSync(join(stacks, `${stackName("App", namespace, "unborn")}.json`)), false);
   assert.equal(existsSync(join(stacks, `${stackName("Memcached", namespace, "unborn-cache")}.json`)), false);
 });
+
+test("appstack preview -f with a state folder no operator has used: every object is new, and no folder or passphrase file appears", () => {
+  const unused = join(files, "state-never-used");
+  const result = previewCli({ kubeconfig: cluster().cluster.kubeconfig, stateDir: unused, scratch: files }, [appObject("fresh-eyes", { image: "nginx:1.27" })], "--json");
+  assert.equal(result.status, 2, result.stderr);
+  assert.deepEqual((JSON.parse(result.stdout) as { objects: { new: boolean }[] }).objects.map((o) => o.new), [true]);
+  assert.equal(existsSync(unused), false, "the preview created the state folder");
+});

@@ -1,15 +1,19 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { loadConfig } from "../../operator/manager/config.ts";
+import { parseFlags, UsageError } from "../../operator/cmd/flags.ts";
+import { operatorUsage } from "../../operator/cmd/main.ts";
+import { loadConfig, operatorOptions } from "../../operator/manager/config.ts";
+
+const flags = (argv: string[]) => parseFlags(argv, operatorOptions, operatorUsage);
 
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-config-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
 
 test("defaults suit one local operator; flags win over the environment", () => {
-  const config = loadConfig([], { APPSTACK_STATE_DIR: stateDir });
+  const config = loadConfig({}, { APPSTACK_STATE_DIR: stateDir });
   assert.equal(config.namespaces, "all");
   assert.equal(config.concurrency, 3);
   assert.equal(config.backendUrl, `file://${stateDir}/backend`);
@@ -17,9 +21,9 @@ test("defaults suit one local operator; flags win over the environment", () => {
   assert.equal(config.leaderElection?.name, "appstack-operator");
   // The generated passphrase is kept, so the stacks stay readable after a restart.
   assert.equal(config.passphrase, readFileSync(join(stateDir, "passphrase"), "utf8"));
-  assert.equal(loadConfig([], { APPSTACK_STATE_DIR: stateDir }).passphrase, config.passphrase);
+  assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir }).passphrase, config.passphrase);
 
-  const tuned = loadConfig(["--concurrency=5", "--namespaces=a, b", "--leader-elect=false", "--health-addr=:9000"], { APPSTACK_STATE_DIR: stateDir, APPSTACK_CONCURRENCY: "2" });
+  const tuned = loadConfig(flags(["--concurrency=5", "--namespaces", "a, b", "--leader-elect=false", "--health-addr=:9000"]), { APPSTACK_STATE_DIR: stateDir, APPSTACK_CONCURRENCY: "2" });
   assert.equal(tuned.concurrency, 5);
   assert.deepEqual(tuned.namespaces, ["a", "b"]);
   assert.equal(tuned.leaderElection, undefined);
@@ -27,9 +31,25 @@ test("defaults suit one local operator; flags win over the environment", () => {
 });
 
 test("bad settings are refused with the setting's name", () => {
-  assert.throws(() => loadConfig(["--concurrency=0"], { APPSTACK_STATE_DIR: stateDir }), /concurrency must be a positive integer/);
-  assert.throws(() => loadConfig(["--log-level=loud"], { APPSTACK_STATE_DIR: stateDir }), /unknown log level loud/);
+  assert.throws(() => loadConfig({ concurrency: "0" }, { APPSTACK_STATE_DIR: stateDir }), /concurrency must be a positive integer/);
+  assert.throws(() => loadConfig({ "log-level": "loud" }, { APPSTACK_STATE_DIR: stateDir }), /unknown log level loud/);
   // Secrets in a shared backend must not depend on a file beside one replica.
-  assert.throws(() => loadConfig(["--backend-url=s3://bucket"], { APPSTACK_STATE_DIR: stateDir }), /APPSTACK_PASSPHRASE/);
-  assert.equal(loadConfig(["--backend-url=s3://bucket"], { APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "p" }).passphrase, "p");
+  assert.throws(() => loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir }), /APPSTACK_PASSPHRASE/);
+  assert.equal(loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "p" }).passphrase, "p");
+});
+
+test("flags are strict: both forms of a value work, and anything unknown or incomplete is an error with the usage", () => {
+  // `--namespaces a` (space form) used to be ignored silently, and every namespace was watched.
+  assert.deepEqual({ ...flags(["--namespaces", "a"]) }, { namespaces: "a" });
+  assert.deepEqual({ ...flags(["--namespaces=a,b", "--kubeconfig", "/k"]) }, { namespaces: "a,b", kubeconfig: "/k" });
+  for (const argv of [["--namespace=a"], ["--namespaces"], ["stray"], ["-n", "a"]]) {
+    assert.throws(() => flags(argv), (error: unknown) => error instanceof UsageError && /usage: appstack operator/.test(error.message), argv.join(" "));
+  }
+});
+
+test("a read-only load (appstack preview) creates no state folder and no passphrase file", () => {
+  const untouched = join(stateDir, "never-used");
+  const config = loadConfig({ "state-dir": untouched }, {}, { readOnly: true });
+  assert.equal(config.backendUrl, `file://${untouched}/backend`);
+  assert.equal(existsSync(untouched), false);
 });
