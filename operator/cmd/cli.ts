@@ -3,6 +3,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { clusterCommand } from "../../toolchain/cluster/command.ts";
+import { spawnSync } from "node:child_process";
+import { toolPath } from "../../toolchain/tools.ts";
+import { UsageError } from "./flags.ts";
 import { runOperator } from "./main.ts";
 import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
@@ -15,6 +18,7 @@ const usage = `usage: appstack <command>
                          what the operator would do with the objects in FILE, changing nothing;
                          exit 0 no changes, 2 changes, 1 error
   pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy)
+  kubectl <args>         the pinned kubectl, against KUBECONFIG
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
   crds                   write crds/yaml/ from the TypeScript CRD definitions
@@ -22,7 +26,12 @@ const usage = `usage: appstack <command>
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if ((command === "toolchain" || command === "crds") && rest.length) throw new UsageError(`appstack ${command} takes no arguments\n${usage}`);
   switch (command) {
+    case "kubectl":
+      buildToolchain(() => undefined);
+      process.exitCode = spawnSync(toolPath("kubectl"), rest, { stdio: "inherit" }).status ?? 1;
+      return;
     case "toolchain":
       buildToolchain();
       return;
@@ -46,9 +55,13 @@ async function main(argv: string[]): Promise<void> {
     case "operator":
       await runOperator(rest);
       return;
-    default:
+    case undefined:
+    case "help":
+    case "--help":
       console.error(usage);
-      process.exitCode = command === undefined || command === "help" ? 0 : 1;
+      return;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}\n${usage}`);
   }
 }
 

@@ -1,34 +1,63 @@
 // The main job (`npm start`, `appstack run`): with no cluster configured, start the local one and
-// install the CRDs; then run the operator in the foreground until Ctrl-C, which stops everything.
+// install the CRDs; then run the operator in the foreground until Ctrl-C, which stops the operator
+// first and the local cluster after it.
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ownershipPolicyName } from "../../crds/ownership.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
-import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { localClusterOf, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { shellLines } from "../../toolchain/cluster/command.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { applyObjects, installApi, readManifests } from "../kube/apply.ts";
-import { loadConfig } from "../manager/config.ts";
+import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
 import { kubeClients } from "../kube/clients.ts";
 import { createLogger } from "../manager/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
+import { parseFlags, UsageError } from "./flags.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
+export const runUsage = `usage: appstack run [--samples] [flags]
+  the operator in the foreground, on a new local cluster unless --kubeconfig=PATH or KUBECONFIG
+  names one; --samples also applies crds/samples/. Ctrl-C stops all, a second Ctrl-C at once.
+${operatorFlagsUsage}`;
+
+/**
+ * The kubeconfig the user named, or undefined for a new local cluster. A kubeconfig of one of our
+ * own local clusters that has stopped (an `export KUBECONFIG=...` left over from an earlier run)
+ * also means a new local cluster: there is nothing else it could mean.
+ */
+function namedKubeconfig(given: string | undefined, say: (line: string) => void): string | undefined {
+  if (!given) return undefined;
+  const missing = given.split(":").filter((path) => path && !existsSync(path));
+  if (!missing.length) return given;
+  const stopped = missing.map(localClusterOf);
+  if (stopped.every((name) => name !== undefined)) {
+    say(`KUBECONFIG names ${missing.join(", ")}, the kubeconfig of local cluster ${stopped.join(", ")}, which has stopped; starting a new local cluster (\`unset KUBECONFIG\` to skip this note)`);
+    return undefined;
+  }
+  throw new UsageError(`the kubeconfig ${missing.join(", ")} does not exist: name an existing one, or \`unset KUBECONFIG\` to run on a new local cluster`);
+}
+
 export async function runMainJob(argv: readonly string[]): Promise<void> {
-  const withSamples = argv.includes("--samples");
+  const { samples: withSamples = false, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" } }, runUsage);
   buildToolchain();
-  const local = !argv.some((arg) => arg.startsWith("--kubeconfig=")) && !process.env["KUBECONFIG"];
+  const say = (line: string) => console.error(line);
+  const kubeconfig = namedKubeconfig(flags.kubeconfig ?? process.env["KUBECONFIG"], say);
   let cluster: LocalCluster | undefined;
-  if (local) {
-    cluster = await startCluster({ name: `run-${process.pid}`, log: (line) => console.error(line) });
-    console.error(`\nlocal cluster is up; in another terminal:\n  export KUBECONFIG=${cluster.kubeconfig}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
+  if (!kubeconfig) {
+    cluster = await startCluster({ name: `run-${process.pid}`, log: say });
+    // Everything this process starts (the engines among them) sees the same cluster.
+    process.env["KUBECONFIG"] = cluster.kubeconfig;
+    say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one):\n${shellLines(cluster.kubeconfig)}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
   }
   // The stacks describe the children of one cluster: a local cluster keeps them in its own folder
   // and takes them along when it stops, so the next run's new cluster starts with no stale state.
-  const stateChosen = argv.some((arg) => arg.startsWith("--state-dir=")) || process.env["APPSTACK_STATE_DIR"] !== undefined;
-  const localArgs = cluster ? [`--kubeconfig=${cluster.kubeconfig}`, ...(stateChosen ? [] : [`--state-dir=${join(cluster.dir, "appstack-state")}`])] : [];
-  const config = loadConfig([...argv, ...localArgs], { APPSTACK_LOG_FORMAT: "text", ...process.env });
-  const log = createLogger({ level: config.logLevel, format: config.logFormat, write: (line) => console.error(line) });
+  const stateChosen = flags["state-dir"] !== undefined || process.env["APPSTACK_STATE_DIR"] !== undefined;
+  const localFlags = cluster ? { kubeconfig: cluster.kubeconfig, ...(stateChosen ? {} : { "state-dir": join(cluster.dir, "appstack-state") }) } : { kubeconfig };
+  const config = loadConfig({ ...flags, ...localFlags }, { APPSTACK_LOG_FORMAT: "text", ...process.env });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });
   try {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);
@@ -40,14 +69,14 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     }
     await new Promise<void>((resolve) => {
       onStopSignals(() => {
-        log.info("stopping: letting running operations finish");
+        log.info("stopping: letting running operations finish, then the local cluster");
         operator.stop().then(resolve, resolve);
       }, log);
     });
   } finally {
     if (cluster) {
       await cluster.stop();
-      console.error("local cluster stopped and removed");
+      say("local cluster stopped and removed");
     }
   }
 }

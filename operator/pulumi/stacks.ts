@@ -12,6 +12,7 @@ import {
 } from "@pulumi/pulumi/automation/index.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import yaml from "js-yaml";
 import { fileURLToPath } from "node:url";
 import type { StackOperation } from "../../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
@@ -29,7 +30,7 @@ const maxKillGraceMs = 30_000;
 /** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
 export function prepareWorkDir(workDir: string, backendUrl: string): string {
   mkdirSync(workDir, { recursive: true });
-  writeFileSync(join(workDir, "Pulumi.yaml"), `name: ${projectName}\nruntime: nodejs\nbackend:\n  url: ${backendUrl}\n`);
+  writeFileSync(join(workDir, "Pulumi.yaml"), yaml.dump({ name: projectName, runtime: "nodejs", backend: { url: backendUrl } }));
   return workDir;
 }
 

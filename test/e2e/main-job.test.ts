@@ -1,11 +1,12 @@
-// The main job as a user runs it: `npm start -- --samples` (here `appstack run --samples`), stopped
-// with Ctrl-C, then started again. Each run has a new local cluster; the second must not trip over
-// state the first one left.
+// The main job as a newcomer runs it: `npm start -- --samples` (here `appstack run --samples`) in a
+// terminal, kubectl in another with the lines it prints, Ctrl-C; then `npm start` again in the
+// terminal that still exports the first run's KUBECONFIG, stopped with two quick Ctrl-Cs. Each run
+// has a new local cluster, and nothing of it may be left once it has stopped.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, test } from "node:test";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
@@ -15,32 +16,115 @@ import { Workloads } from "../helpers/operator.ts";
 const home = mkdtempSync(join(tmpdir(), "appstack-main-job-"));
 after(() => rmSync(home, { recursive: true, force: true }));
 
-async function runOnce(): Promise<void> {
-  const env: Record<string, string | undefined> = { ...process.env, XDG_STATE_HOME: home, APPSTACK_HEALTH_ADDR: "127.0.0.1:0", APPSTACK_LOG_FORMAT: "json" };
-  delete env["KUBECONFIG"];
-  delete env["APPSTACK_STATE_DIR"];
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), "run", "--samples"], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"] });
-  let output = "";
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  try {
-    const kubeconfig = await eventually("the local cluster", async () => /export KUBECONFIG=(\S+)/.exec(output)?.[1], 120_000);
-    const workloads = new Workloads(kubeconfig);
-    const hello = await workloads.ready("App", "default", "hello");
-    const cache = await workloads.ready("Memcached", "default", "cache");
-    assert.equal(hello.status?.readyReplicas, 2);
-    assert.equal(cache.status?.readyReplicas, 3);
-  } catch (error) {
-    console.error(output.split("\n").slice(-40).join("\n"));
-    throw error;
-  } finally {
-    child.kill("SIGINT");
-    assert.equal(await exited, 0, output.split("\n").slice(-20).join("\n"));
-  }
-  assert.match(output, /local cluster stopped and removed/);
+/** Processes whose command line mentions `marker`, as `ps` would find them. */
+function processesMentioning(marker: string): string[] {
+  return readdirSync("/proc").filter((pid) => /^\d+$/.test(pid)).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+    } catch {
+      return false;
+    }
+  });
 }
 
-test("the main job with --samples, run twice in a row: both samples Ready both times", async () => {
-  await runOnce();
-  await runOnce();
+/** The shell of the second terminal: the lines the main job printed, then a command. */
+function shell(printed: string, command: string): string {
+  const exports = printed.split("\n").filter((line) => /^\s+export (KUBECONFIG|PATH)=/.test(line)).join("\n");
+  return execFileSync("bash", ["-c", `${exports}\n${command}`], { encoding: "utf8", env: { ...process.env, PATH: "/usr/bin:/bin" } });
+}
+
+interface Run {
+  readonly output: () => string;
+  /** A Ctrl-C in the terminal: SIGINT to the whole foreground process group. */
+  readonly ctrlC: () => void;
+  readonly exited: Promise<number | null>;
+}
+
+function startMainJob(kubeconfig?: string): Run {
+  const env: Record<string, string | undefined> = { ...process.env, XDG_STATE_HOME: home, APPSTACK_HEALTH_ADDR: "127.0.0.1:0", APPSTACK_LOG_FORMAT: "json", KUBECONFIG: kubeconfig };
+  if (!kubeconfig) delete env["KUBECONFIG"];
+  delete env["APPSTACK_STATE_DIR"];
+  // Its own process group, as a shell gives a foreground job.
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), "run", "--samples"], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"], detached: true });
+  let output = "";
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    output: () => output,
+    ctrlC: () => process.kill(-child.pid!, "SIGINT"),
+    exited: new Promise((resolve) => child.once("exit", (code) => resolve(code))),
+  };
+}
+
+async function samplesReady(run: Run): Promise<string> {
+  const kubeconfig = await eventually("the local cluster", async () => /export KUBECONFIG=(\S+)/.exec(run.output())?.[1], 120_000);
+  const workloads = new Workloads(kubeconfig);
+  const hello = await workloads.ready("App", "default", "hello");
+  const cache = await workloads.ready("Memcached", "default", "cache");
+  assert.equal(hello.status?.readyReplicas, 2);
+  assert.equal(cache.status?.readyReplicas, 3);
+  return kubeconfig;
+}
+
+async function assertNothingLeft(kubeconfig: string): Promise<void> {
+  const clusterFolder = dirname(kubeconfig);
+  assert.ok(!existsSync(clusterFolder), `${clusterFolder} is removed`);
+  // A SIGKILLed process may still be in /proc for a moment before init reaps it.
+  await eventually("no process of the local cluster left", async () => processesMentioning(clusterFolder).length === 0 || undefined, 10_000);
+}
+
+test("the main job with --samples, as a newcomer runs it twice: kubectl from the printed lines, Ctrl-C, a stale KUBECONFIG", async () => {
+  const first = startMainJob();
+  let kubeconfig: string;
+  try {
+    kubeconfig = await samplesReady(first);
+    // The pinned kubectl, from the printed PATH line, on a PATH that has no other.
+    const apps = shell(first.output(), "kubectl get apps");
+    assert.match(apps, /^NAME\s+IMAGE\s+DESIRED\s+READY\s+STATUS\s+PLAN\s+AGE\n/, apps);
+    assert.match(apps, /^hello\s+nginx:1.27\s+2\s+2\s+Available\s+\S+/m, apps);
+    const explained = shell(first.output(), "kubectl explain app.spec.replicas; kubectl explain memcached.status.conditions.reason");
+    assert.match(explained, /Number of pods \(kubectl scale changes it\)/);
+    assert.match(explained, /Why, in one CamelCase word/);
+  } catch (error) {
+    console.error(first.output().split("\n").slice(-40).join("\n"));
+    first.ctrlC();
+    throw error;
+  }
+  first.ctrlC();
+  assert.equal(await first.exited, 0, first.output().split("\n").slice(-20).join("\n"));
+  // The terminal's Ctrl-C reached the operator, not the API server: the operator stopped first and
+  // could still hand its lease back, then the cluster went.
+  assert.match(first.output(), /released the lease/);
+  assert.match(first.output(), /local cluster stopped and removed/);
+  await assertNothingLeft(kubeconfig);
+
+  // The same terminal still exports the first run's kubeconfig.
+  const second = startMainJob(kubeconfig);
+  try {
+    const fresh = await samplesReady(second);
+    assert.notEqual(fresh, kubeconfig);
+    assert.match(second.output(), /which has stopped; starting a new local cluster/);
+    kubeconfig = fresh;
+  } catch (error) {
+    console.error(second.output().split("\n").slice(-40).join("\n"));
+    throw error;
+  } finally {
+    // Two quick Ctrl-Cs: the second stops at once.
+    second.ctrlC();
+    second.ctrlC();
+  }
+  assert.equal(await second.exited, 1, second.output().split("\n").slice(-20).join("\n"));
+  assert.match(second.output(), /second signal: stopping at once/);
+  await assertNothingLeft(kubeconfig);
+});
+
+test("the main job refuses a kubeconfig that does not exist and is not one of its own clusters", () => {
+  const result = (() => {
+    try {
+      execFileSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), "run", "--kubeconfig", join(home, "nowhere")], { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      return "";
+    } catch (error) {
+      return String((error as { stderr?: string }).stderr);
+    }
+  })();
+  assert.match(result, /the kubeconfig .*nowhere does not exist: name an existing one, or `unset KUBECONFIG`/);
 });

@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { toolPath, type ToolName } from "../tools.ts";
 import { kubeconfigYaml } from "./kubeconfig.ts";
 import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, waitForServiceAccount } from "./readiness.ts";
@@ -44,6 +44,13 @@ export interface ClusterOptions {
 
 export function clusterDir(name: string): string {
   return join(tmpdir(), `${clusterDirPrefix}${name}`);
+}
+
+/** The name of the local cluster whose kubeconfig `path` is, if it is one of ours (running or not). */
+export function localClusterOf(path: string): string | undefined {
+  const dir = dirname(resolve(path));
+  const name = basename(dir).slice(clusterDirPrefix.length);
+  return basename(path) === "kubeconfig" && basename(dir).startsWith(clusterDirPrefix) && clusterDir(name) === dir ? name : undefined;
 }
 
 function saveState(state: ClusterState): void {

@@ -1,15 +1,22 @@
 // `appstack cluster up | down | env | list`: the local control plane as a command.
 import { existsSync } from "node:fs";
+import { dirname } from "node:path";
+import { toolPath } from "../tools.ts";
 import { buildToolchain } from "../build.ts";
 import { clusterDir, readState, runningClusters, startCluster, stopClusterAt } from "./cluster.ts";
 import { isOurs } from "./process.ts";
 
 export const defaultClusterName = "local";
 
+/** What a shell needs to use a local cluster: its kubeconfig, and the pinned kubectl on PATH. */
+export function shellLines(kubeconfig: string, indent = "  "): string {
+  return `${indent}export KUBECONFIG=${kubeconfig}\n${indent}export PATH=${dirname(toolPath("kubectl"))}:$PATH`;
+}
+
 function envLines(name: string): string {
   const state = readState(clusterDir(name));
   if (!state) throw new Error(`no cluster named ${name}: start it with \`npx appstack cluster up\``);
-  return `export KUBECONFIG=${state.kubeconfig}\n# kubectl get nodes   (API server ${state.server})`;
+  return `${shellLines(state.kubeconfig, "")}\n# kubectl get nodes   (API server ${state.server})`;
 }
 
 export function isRunning(name: string): boolean {
@@ -29,7 +36,8 @@ export async function clusterUp(name: string): Promise<void> {
 }
 
 export async function clusterCommand(args: string[]): Promise<void> {
-  const [verb, name = defaultClusterName] = args;
+  const [verb, name = defaultClusterName, ...extra] = args;
+  if (extra.length) throw new Error(`unexpected arguments: ${extra.join(" ")}\nusage: appstack cluster up|down|env|list [name]`);
   switch (verb) {
     case "up":
       await clusterUp(name);

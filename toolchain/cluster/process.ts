@@ -14,14 +14,16 @@ export interface ComponentProcess {
 }
 
 export interface StartOptions {
-  /** Own process group, so the component outlives the command that started it (`cluster up`). */
+  /** The component outlives the command that started it (`cluster up`). */
   readonly detached: boolean;
 }
 
 export function startComponent(name: string, binary: string, args: string[], logFile: string, options: StartOptions): ComponentProcess {
   const log = openSync(logFile, "a");
   try {
-    const child = spawn(binary, args, { stdio: ["ignore", log, log], detached: options.detached });
+    // Always a process group of its own: a Ctrl-C in the terminal reaches the command that owns the
+    // cluster, which stops its operator first and the cluster after it, not the API server at once.
+    const child = spawn(binary, args, { stdio: ["ignore", log, log], detached: true });
     if (child.pid === undefined) throw new Error(`${name} did not start (${binary})`);
     // Startup failures surface through the health checks, which read the log; nothing to do here.
     child.on("error", () => undefined);
