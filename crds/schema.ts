@@ -154,7 +154,8 @@ export function customResourceDefinition(
               properties: {
                 apiVersion: { type: "string", description: "APIVersion defines the versioned schema of this representation of an object." },
                 kind: { type: "string", description: "Kind is a string value representing the REST resource this object represents." },
-                metadata: { type: "object", description: "Standard object metadata." },
+                // The API server refuses anything here but the type: kubectl explain takes ObjectMeta's own text.
+                metadata: { type: "object" },
                 spec: schema.spec,
                 status: schema.status,
               },

@@ -11,7 +11,8 @@ export function runPulumiCli(args: readonly string[]): number {
   installProviderPlugin(pulumiHome);
   const env = {
     ...process.env,
-    PATH: [dirname(toolPath("pulumi")), dirname(toolPath("pulumi-language-nodejs")), process.env["PATH"] ?? ""].join(":"),
+    // The language host runs the program with the first `node` on PATH: the one running appstack.
+    PATH: [dirname(toolPath("pulumi")), dirname(toolPath("pulumi-language-nodejs")), dirname(process.execPath), process.env["PATH"] ?? ""].join(":"),
     PULUMI_HOME: pulumiHome,
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
     PULUMI_SKIP_UPDATE_CHECK: "true",
