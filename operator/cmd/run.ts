@@ -50,12 +50,17 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     cluster = await startCluster({ name: `run-${process.pid}`, log: say });
     // Everything this process starts (the engines among them) sees the same cluster.
     process.env["KUBECONFIG"] = cluster.kubeconfig;
-    say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one):\n${shellLines(cluster.kubeconfig)}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
   }
   // The stacks describe the children of one cluster: a local cluster keeps them in its own folder
   // and takes them along when it stops, so the next run's new cluster starts with no stale state.
   const stateChosen = flags["state-dir"] !== undefined || process.env["APPSTACK_STATE_DIR"] !== undefined;
-  const localFlags = cluster ? { kubeconfig: cluster.kubeconfig, ...(stateChosen ? {} : { "state-dir": join(cluster.dir, "appstack-state") }) } : { kubeconfig };
+  const localState = cluster && !stateChosen ? join(cluster.dir, "appstack-state") : undefined;
+  if (cluster) {
+    // The state folder too, so that `npx appstack preview` there compares with this operator's stacks.
+    const stateLine = localState ? `\n  export APPSTACK_STATE_DIR=${localState}` : "";
+    say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one):\n${shellLines(cluster.kubeconfig)}${stateLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
+  }
+  const localFlags = cluster ? { kubeconfig: cluster.kubeconfig, ...(localState ? { "state-dir": localState } : {}) } : { kubeconfig };
   const config = loadConfig({ ...flags, ...localFlags }, { APPSTACK_LOG_FORMAT: "text", ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });
   try {

@@ -3,18 +3,30 @@
 // The listeners stay registered (process.on, not once): while a Pulumi engine runs, execa's
 // signal-exit also listens, and it re-raises a signal that no other listener handles, which
 // killed the process in the middle of its graceful shutdown.
+//
+// One Ctrl-C can arrive more than once: the terminal sends SIGINT to the whole foreground group,
+// and the wrappers in it (npm, tsx) forward the one they received to their child as well, a few
+// milliseconds later. Copies within `sameSignalMs` are that one keypress; a person's second
+// Ctrl-C comes later.
 import type { Logger } from "./log.ts";
 
-export function onStopSignals(stop: (signal: string) => void, log: Logger): void {
-  let stopping = false;
+export const sameSignalMs = 500;
+
+export interface SignalSource {
+  on(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
+}
+
+export function onStopSignals(stop: (signal: string) => void, log: Logger, source: SignalSource = process, now: () => number = Date.now, exit: (code: number) => void = (code) => process.exit(code)): void {
+  let firstAt: number | undefined;
   const handle = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (firstAt === undefined) {
+      firstAt = now();
+      stop(signal);
+    } else if (now() - firstAt >= sameSignalMs) {
       log.warn("second signal: stopping at once", { signal });
-      process.exit(1);
+      exit(1);
     }
-    stopping = true;
-    stop(signal);
   };
-  process.on("SIGINT", handle);
-  process.on("SIGTERM", handle);
+  source.on("SIGINT", handle);
+  source.on("SIGTERM", handle);
 }

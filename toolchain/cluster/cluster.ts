@@ -178,10 +178,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   if (!detached) process.on("exit", onExit);
   if (options.exitOnSignal) for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, onSignal);
   const stop = async () => {
-    process.off("exit", onExit);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     await stopClusterAt(dir);
+    // Only now: a process that exits while the stop is under way still takes every component along.
+    process.off("exit", onExit);
   };
 
   try {
