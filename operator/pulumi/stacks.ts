@@ -18,6 +18,7 @@ import type { StackOperation } from "../../crds/types.ts";
 import { workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
+import { answerFromEvents, summaryRecorder } from "./summaries.ts";
 import { killEngines, killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";
 
@@ -150,7 +151,7 @@ export class StackDriver {
         stack = await LocalWorkspace.selectStack(args, options);
       }
     }
-    this.stacks.set(name, stack);
+    this.stacks.set(name, answerFromEvents(stack));
     return stack;
   }
 
@@ -180,8 +181,10 @@ export class StackDriver {
   }
 
   /**
-   * refresh (optional), then up; with `plan`, the update may do nothing its saved plan does not
-   * say. Throws StackOperationFailed or StackBusy.
+   * up, refreshing first in the same engine run when asked (`up --refresh`: one process, not a
+   * refresh and an up); with `plan`, the update may do nothing its saved plan does not say, and a
+   * refresh runs before it on its own.
+   * Throws StackOperationFailed or StackBusy.
    */
   async up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
     const stack = await this.select(name, program);
@@ -189,8 +192,13 @@ export class StackDriver {
     return this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
-        if (options.refresh) await this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput, signal })).summary);
-        return this.run(name, "up", async (signal) => (await stack.up({ onOutput, signal, ...(options.plan ? { plan: options.plan } : {}) })).summary);
+        // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
+        const separateRefresh = options.refresh && options.plan !== undefined;
+        if (separateRefresh) await this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput, onEvent: summaryRecorder(stack, "refresh"), signal })).summary);
+        return this.run(name, "up", async (signal) => {
+          const onEvent = summaryRecorder(stack, "update");
+          return (await stack.up({ onOutput, onEvent, signal, refresh: options.refresh && !separateRefresh, ...(options.plan ? { plan: options.plan } : {}) })).summary;
+        });
       }),
     );
   }
@@ -219,7 +227,7 @@ export class StackDriver {
   /** The stack for an operation that runs no program (destroy, state edits); undefined when it does not exist. */
   private async existing(name: string): Promise<Stack | undefined> {
     try {
-      return this.stacks.get(name) ?? (await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
+      return this.stacks.get(name) ?? answerFromEvents(await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw error;
       return undefined;
@@ -258,7 +266,7 @@ export class StackDriver {
     const result = await this.tracked(name, () =>
       this.unlocked(name, async () => {
         await this.clearPendingOperations(stack);
-        return this.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, signal })).summary);
+        return this.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal })).summary);
       }),
     );
     await stack.workspace.removeStack(name);

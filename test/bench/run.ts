@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients, type KubeClients } from "../../operator/kube/clients.ts";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
@@ -17,22 +18,34 @@ import { counterTotal, httpGet } from "../helpers/operator.ts";
 import { driftRound, type DriftRound } from "./drift.ts";
 import { cliTimes, previewRound, type CliTimes, type PreviewRound } from "./previews.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
+import { defaultConcurrency } from "../../operator/manager/config.ts";
 
 const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
 const idleSeconds = Number(process.env["BENCH_IDLE_SECONDS"] ?? "60");
 const previewCount = Number(process.env["BENCH_PREVIEW_APPS"] ?? "10");
 // Short, so that the idle period holds several resyncs of every object.
 const resyncSeconds = Number(process.env["BENCH_RESYNC_SECONDS"] ?? "10");
+const singleRuns = 5;
+// The effect of the operator's concurrency: the first size again, on an operator of each setting.
+const sweep = (process.env["BENCH_CONCURRENCY_SWEEP"] ?? "1,2,3,4").split(",").filter(Boolean).map(Number);
+const sweepSize = Number(process.env["BENCH_SWEEP_APPS"] ?? "20");
 
 interface Round {
   readonly n: number;
   readonly totalSeconds: number;
   readonly p50: number;
   readonly p95: number;
+  /** Pulumi CLI processes seen and CPU seconds of the reaped children (engines, plugins) during the round. */
+  readonly pulumiProcesses: number;
+  readonly childCpuSeconds: number;
 }
 
 interface Measured {
   readonly rounds: Round[];
+  /** The Apps of the largest round, all given a new image at once. */
+  readonly update: Round;
+  /** One App's spec changed, until it is Ready again: each run, in seconds. */
+  readonly single: number[];
   readonly cpuOwn: number;
   readonly cpuChildren: number;
   readonly peakOwnMiB: number;
@@ -48,30 +61,53 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 }
 
-async function applyAndWait(clients: KubeClients, namespace: string, n: number): Promise<Round> {
-  await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
-  const created = new Map<string, number>();
+const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } as const;
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
+async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, sampler: ProcessTreeSampler): Promise<Round> {
+  sampler.resetPulumiCount();
+  const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
+  const written = new Map<string, { at: number; generation: number }>();
   const started = Date.now();
-  await Promise.all(Array.from({ length: n }, async (_, i) => {
-    const name = `app-${i}`;
-    await clients.custom.createNamespacedCustomObject({
-      group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace,
-      body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
-    });
-    created.set(name, Date.now());
+  await Promise.all(names.map(async (name) => {
+    const object = (await write(name)) as App;
+    written.set(name, { at: Date.now(), generation: object.metadata.generation ?? 1 });
   }));
   const readyAt = new Map<string, number>();
-  while (readyAt.size < n) {
-    const list = (await clients.custom.listNamespacedCustomObject({ group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace })) as { items: App[] };
+  while (readyAt.size < names.length) {
+    const list = (await clients.custom.listNamespacedCustomObject({ ...appsApi, namespace })) as { items: App[] };
     for (const app of list.items) {
+      const wrote = written.get(app.metadata.name);
       const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && app.status.observedGeneration === app.metadata.generation;
-      if (ready && !readyAt.has(app.metadata.name)) readyAt.set(app.metadata.name, Date.now());
+      if (wrote && ready && (app.metadata.generation ?? 0) >= wrote.generation && !readyAt.has(app.metadata.name)) readyAt.set(app.metadata.name, Date.now());
     }
-    if (Date.now() - started > 30 * 60_000) throw new Error(`only ${readyAt.size} of ${n} Ready after 30 minutes`);
+    if (Date.now() - started > 30 * 60_000) throw new Error(`only ${readyAt.size} of ${names.length} Ready after 30 minutes`);
     await sleep(250);
   }
-  const perObject = [...readyAt].map(([name, at]) => (at - created.get(name)!) / 1000).sort((a, b) => a - b);
-  return { n, totalSeconds: (Math.max(...readyAt.values()) - started) / 1000, p50: percentile(perObject, 50), p95: percentile(perObject, 95) };
+  const perObject = [...readyAt].map(([name, at]) => (at - written.get(name)!.at) / 1000).sort((a, b) => a - b);
+  return {
+    n: names.length,
+    totalSeconds: (Math.max(...readyAt.values()) - started) / 1000,
+    p50: percentile(perObject, 50),
+    p95: percentile(perObject, 95),
+    pulumiProcesses: sampler.pulumiProcesses,
+    childCpuSeconds: (sampler.cpuSeconds()?.children ?? 0) - cpuBefore,
+  };
+}
+
+const appNames = (n: number) => Array.from({ length: n }, (_, i) => `app-${i}`);
+
+async function applyAndWait(clients: KubeClients, namespace: string, n: number, sampler: ProcessTreeSampler): Promise<Round> {
+  await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
+  return writeAndWait(clients, namespace, appNames(n), (name) => clients.custom.createNamespacedCustomObject({
+    ...appsApi, namespace,
+    body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
+  }), sampler);
+}
+
+function setImage(clients: KubeClients, namespace: string, image: string): (name: string) => Promise<unknown> {
+  return (name) => clients.custom.patchNamespacedCustomObject({ ...appsApi, namespace, name, body: { spec: { image } } }, mergePatch);
 }
 
 /** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
@@ -81,11 +117,21 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   sampler.start();
   await sleep(3_000);
   const rounds: Round[] = [];
+  let pulumiProcesses = 0;
   for (const n of sizes) {
-    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n));
+    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, sampler));
+    pulumiProcesses += rounds.at(-1)!.pulumiProcesses;
     console.error(`${label}: ${n} Apps Ready in ${rounds.at(-1)!.totalSeconds.toFixed(1)} s`);
   }
-  const pulumiProcesses = sampler.pulumiProcesses;
+  const largest = sizes.at(-1)!;
+  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), sampler);
+  console.error(`${label}: ${largest} Apps given a new image, all rolled out in ${update.totalSeconds.toFixed(1)} s`);
+  const single: number[] = [];
+  for (let i = 0; i < singleRuns; i++) {
+    const round = await writeAndWait(clients, `bench-${label}-${largest}`, ["app-0"], setImage(clients, `bench-${label}-${largest}`, `nginx:1.${29 + i}`), sampler);
+    single.push(round.totalSeconds);
+  }
+  single.sort((a, b) => a - b);
   const cpu = sampler.cpuSeconds() ?? { own: 0, children: 0 };
   const peakOwnMiB = sampler.peakRootKiB / 1024;
   const peakTreeMiB = sampler.peakTreeKiB / 1024;
@@ -103,7 +149,7 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   sampler.stop();
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
-  return { rounds, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, pulumiProcesses, ...idle };
+  return { rounds, update, single, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, pulumiProcesses, ...idle };
 }
 
 function node(script: string, env: Record<string, string>): ChildProcess {
@@ -136,6 +182,70 @@ function table(appstack: Measured, baseline: Measured): string {
   ].join("\n");
 }
 
+/** Issue 10's targets, with this run's figures beside them. */
+function targetTable(appstack: Measured, baseline: Measured): string {
+  const f = (x: number, d = 1) => x.toFixed(d);
+  const round = (m: Measured, n: number) => m.rounds.find((r) => r.n === n);
+  const ratio = (n: number) => {
+    const a = round(appstack, n);
+    const b = round(baseline, n);
+    return a && b ? a.totalSeconds / b.totalSeconds : NaN;
+  };
+  const largest = sizes.at(-1)!;
+  const created = round(appstack, largest)!;
+  const median = (runs: number[]) => runs[Math.floor(runs.length / 2)]!;
+  const row = (figure: string, now: string, target: string, met: boolean) => `| ${figure} | ${now} | ${target} | ${met ? "yes" : "no"} |`;
+  const perNew = created.pulumiProcesses / created.n;
+  const perUpdate = appstack.update.pulumiProcesses / appstack.update.n;
+  const cpuNew = created.childCpuSeconds / created.n;
+  const cpuUpdate = appstack.update.childCpuSeconds / appstack.update.n;
+  const updateRatio = appstack.update.totalSeconds / baseline.update.totalSeconds;
+  return [
+    "| figure | this run | target | met |",
+    "|---|---|---|---|",
+    row(`${largest} new Apps, all Ready, ratio to the baseline`, `${f(ratio(largest))}x`, "at most 2x", ratio(largest) <= 2),
+    row(`${sizes[0]} new Apps, ratio`, `${f(ratio(sizes[0]!))}x`, "at most 3x", ratio(sizes[0]!) <= 3),
+    row(`${largest} existing Apps get a new image at once, all rolled out, ratio`, `${f(updateRatio)}x (${f(appstack.update.totalSeconds)} s against ${f(baseline.update.totalSeconds)} s)`, "at most 1.5x", updateRatio <= 1.5),
+    row("Pulumi CLI processes per new App / per update", `${f(perNew)} / ${f(perUpdate)}`, "at most 2 / 1", perNew <= 2 && perUpdate <= 1),
+    row("engine CPU seconds per new App / per update", `${f(cpuNew, 2)} / ${f(cpuUpdate, 2)}`, "at most 1.0 / 0.5", cpuNew <= 1 && cpuUpdate <= 0.5),
+    row(`single spec change to Ready, median of ${appstack.single.length}`, `${f(median(appstack.single))} s (baseline ${f(median(baseline.single))} s)`, "at most 2 s", median(appstack.single) <= 2),
+    row(`peak RSS, operator and everything it started, up to ${largest} Apps`, `${f(appstack.peakTreeMiB, 0)} MiB`, "at most 600 MiB", appstack.peakTreeMiB <= 600),
+    row(`Pulumi processes in ${idleSeconds} s idle, with a resync every ${resyncSeconds} s`, String(appstack.idlePulumiProcesses ?? "-"), "0", appstack.idlePulumiProcesses === 0),
+  ].join("\n");
+}
+
+interface SweepRound {
+  readonly concurrency: number;
+  readonly round: Round;
+}
+
+/** The first size again on a fresh operator per concurrency setting, in namespaces of their own. */
+async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string, string>): Promise<SweepRound[]> {
+  const results: SweepRound[] = [];
+  for (const concurrency of sweep) {
+    const namespace = `bench-sweep-${concurrency}`;
+    const child = node("operator/cmd/main.ts", { ...operatorEnv, APPSTACK_CONCURRENCY: String(concurrency), APPSTACK_NAMESPACES: namespace, APPSTACK_LEADER_ELECT: "false", APPSTACK_HEALTH_ADDR: "127.0.0.1:0" });
+    const sampler = new ProcessTreeSampler(child.pid!);
+    sampler.start();
+    await sleep(3_000);
+    const round = await applyAndWait(clients, namespace, sweepSize, sampler);
+    sampler.stop();
+    child.kill("SIGTERM");
+    await new Promise((resolve) => child.once("exit", resolve));
+    console.error(`sweep: concurrency ${concurrency}, ${sweepSize} Apps Ready in ${round.totalSeconds.toFixed(1)} s`);
+    results.push({ concurrency, round });
+  }
+  return results;
+}
+
+function sweepTable(rounds: SweepRound[]): string {
+  return [
+    `| concurrency | ${sweepSize} new Apps, all Ready | p50 / p95 per App | engine CPU s per App |`,
+    "|---|---|---|---|",
+    ...rounds.map(({ concurrency, round }) => `| ${concurrency}${concurrency === defaultConcurrency() ? " (default here)" : ""} | ${round.totalSeconds.toFixed(1)} s | ${round.p50.toFixed(1)} / ${round.p95.toFixed(1)} s | ${(round.childCpuSeconds / round.n).toFixed(2)} |`),
+  ].join("\n");
+}
+
 function driftTable(round: DriftRound): string {
   const spread = (runs: number[]) => `${runs[Math.floor(runs.length / 2)]!.toFixed(1)} s (min ${runs[0]!.toFixed(1)}, max ${runs.at(-1)!.toFixed(1)})`;
   return [
@@ -160,7 +270,7 @@ function previewTable(round: PreviewRound, cli: CliTimes): string {
 
 async function main(): Promise<void> {
   buildToolchain();
-  const concurrency = process.env["APPSTACK_CONCURRENCY"] ?? "3";
+  const concurrency = process.env["APPSTACK_CONCURRENCY"] ?? String(defaultConcurrency());
   const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line), nodes: 2 });
   const stateDir = mkdtempSync(join(tmpdir(), "appstack-bench-"));
   try {
@@ -180,11 +290,14 @@ async function main(): Promise<void> {
     const [metricsPort] = await freeLoopbackPorts(1);
     const operatorEnv = { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_HEALTH_ADDR: `127.0.0.1:${metricsPort}`, APPSTACK_RESYNC_SECONDS: String(resyncSeconds) };
     const appstack = await measure("appstack", () => node("operator/cmd/main.ts", operatorEnv), clients, true, measurePreviews, metricsPort);
+    const swept = await concurrencySweep(clients, operatorEnv);
     // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
     // gone before their namespaces can go, so they stay until the end.
     const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
-    console.log(table(appstack, baseline));
+    console.log(targetTable(appstack, baseline));
+    console.log(`\n${table(appstack, baseline)}`);
+    console.log(`\n${sweepTable(swept)}`);
     if (drift) console.log(`\n${driftTable(drift)}`);
     if (previews) console.log(`\n${previewTable(previews.round, previews.cli)}`);
     await deleteNamespaces(clients, "baseline");

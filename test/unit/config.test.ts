@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { parseFlags, UsageError } from "../../operator/cmd/flags.ts";
@@ -15,7 +15,8 @@ after(() => rmSync(stateDir, { recursive: true, force: true }));
 test("defaults suit one local operator; flags win over the environment", () => {
   const config = loadConfig({}, { APPSTACK_STATE_DIR: stateDir });
   assert.equal(config.namespaces, "all");
-  assert.equal(config.concurrency, 3);
+  // One more than the cores: 3 on this project's 2-core machines.
+  assert.equal(config.concurrency, availableParallelism() + 1);
   assert.equal(config.backendUrl, `file://${stateDir}/backend`);
   assert.equal(config.healthPort, 8081);
   assert.equal(config.leaderElection?.name, "appstack-operator");

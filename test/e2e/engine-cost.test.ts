@@ -1,0 +1,74 @@
+// What one object costs in Pulumi processes, counted exactly: every command the stack driver
+// starts goes through the pinned PulumiCommand, which this test wraps. A new App costs `stack init`
+// and `up`; a spec change `up` alone; a drift repair one `up --refresh`; a delete `destroy` and
+// `stack rm`. Each result is read back from the API server. The Automation API's own follow-up
+// commands (`stack output`, `stack history`) must not appear: the driver answers them from the
+// engine's events.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { App } from "../../crds/types.ts";
+import { installApi } from "../../operator/kube/apply.ts";
+import { kubeClients } from "../../operator/kube/clients.ts";
+import { createLogger } from "../../operator/manager/log.ts";
+import { pulumiCommand } from "../../operator/pulumi/engine.ts";
+import { programFor } from "../../operator/pulumi/programs.ts";
+import { prepareWorkDir, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { useCluster } from "../helpers/cluster.ts";
+import { Workloads } from "../helpers/operator.ts";
+
+const stateDir = mkdtempSync(join(tmpdir(), "appstack-engine-cost-"));
+after(() => rmSync(stateDir, { recursive: true, force: true }));
+const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.kubeconfig)));
+
+/** The Pulumi commands started while `work` runs: `stack init`, `up`, `up --refresh`, ... */
+async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
+  // PulumiCommand.run is where every Automation API command starts its process (internal to the
+  // SDK: if it moves, nothing is counted and the assertions below fail).
+  const command = (await pulumiCommand()) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
+  const run = command.run.bind(command);
+  const seen: string[] = [];
+  command.run = (args, ...rest) => {
+    const verb = args[0] === "stack" ? `stack ${args[1]}` : args[0]!;
+    seen.push(args.includes("--refresh") ? `${verb} --refresh` : verb);
+    return run(args, ...rest);
+  };
+  try {
+    await work();
+  } finally {
+    command.run = run;
+  }
+  return seen;
+}
+
+test("a new App costs `stack init` and `up`, a change `up` alone, a drift repair one `up --refresh`; the API server has each result", async () => {
+  const { apps, cluster: c } = cluster();
+  const workloads = new Workloads(c.kubeconfig);
+  process.env["KUBECONFIG"] = c.kubeconfig;
+  const backendUrl = `file://${join(stateDir, "backend")}`;
+  const log = createLogger({ level: "error", format: "json", write: () => undefined });
+  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", kubeconfig: c.kubeconfig, workDir: prepareWorkDir(join(stateDir, "work"), backendUrl) }, log);
+  mkdirSync(join(stateDir, "backend"), { recursive: true });
+  let app = (await workloads.create({ kind: "App", metadata: { name: "cost", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } })) as App;
+
+  const created = await commandsDuring(async () => assert.deepEqual((await driver.up("app.default.cost", programFor(app), { refresh: false })).resourceChanges, { create: 5 }));
+  assert.deepEqual(created, ["stack init", "up"]);
+  assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+
+  app = { ...app, spec: { ...app.spec, image: "nginx:1.28" } };
+  const changed = await commandsDuring(async () => assert.equal((await driver.up("app.default.cost", programFor(app), { refresh: false })).resourceChanges?.["update"], 1));
+  assert.deepEqual(changed, ["up"]);
+  assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.28");
+
+  await apps.patchNamespacedDeploymentScale({ name: "cost", namespace: "default", body: { spec: { replicas: 4 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  const repaired = await commandsDuring(() => driver.up("app.default.cost", programFor(app), { refresh: true }));
+  assert.deepEqual(repaired, ["up --refresh"]);
+  assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.replicas, 1);
+
+  const destroyed = await commandsDuring(() => driver.destroy("app.default.cost"));
+  assert.deepEqual(destroyed, ["destroy", "stack rm"]);
+  await workloads.delete("App", "default", "cost");
+});
