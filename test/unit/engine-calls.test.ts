@@ -5,7 +5,7 @@
 // starts another process after the engine's run.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Stack, type EngineEvent } from "@pulumi/pulumi/automation/index.js";
+import { Stack } from "@pulumi/pulumi/automation/index.js";
 import { answerFromEvents, summaryRecorder } from "../../operator/pulumi/summaries.ts";
 
 const source = (method: "up" | "refresh" | "destroy") => (Stack.prototype[method] as (...args: unknown[]) => unknown).toString();
@@ -22,7 +22,7 @@ test("a stack the driver runs answers info() with the summary event of its last 
   const stack = answerFromEvents(Object.create(Stack.prototype) as Stack);
   const onEvent = summaryRecorder(stack, "update");
   assert.equal(await stack.info(), undefined);
-  onEvent({ sequence: 1, timestamp: 0, diagnosticEvent: { message: "m", color: "never", severity: "info" } } as EngineEvent);
+  onEvent({ sequence: 1, timestamp: 0, diagnosticEvent: { message: "m", color: "never", severity: "info" } });
   onEvent({ sequence: 2, timestamp: 0, summaryEvent: { maybeCorrupt: false, durationSeconds: 1, resourceChanges: { create: 5 }, policyPacks: {} } });
   const summary = await stack.info();
   assert.equal(summary?.result, "succeeded");
