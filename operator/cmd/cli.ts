@@ -24,45 +24,45 @@ const usage = `usage: appstack <command>
   crds                   write crds/yaml/ from the TypeScript CRD definitions
   cluster up|down|env|list [name]   manage a local control plane`;
 
+/** Each verb with what it runs; a verb returns its exit code, or nothing for success. */
+const commands: Record<string, (args: string[]) => Promise<number | void> | number | void> = {
+  run: runMainJob,
+  operator: runOperator,
+  preview: runPreviewCli,
+  cluster: clusterCommand,
+  pulumi: (args) => {
+    buildToolchain();
+    return runPulumiCli(args);
+  },
+  kubectl: (args) => {
+    buildToolchain(() => undefined);
+    return spawnSync(toolPath("kubectl"), args, { stdio: "inherit" }).status ?? 1;
+  },
+  toolchain: (args) => {
+    noArguments("toolchain", args);
+    buildToolchain();
+  },
+  crds: (args) => {
+    noArguments("crds", args);
+    mkdirSync(yamlDir, { recursive: true });
+    for (const [file, yaml] of renderedCrds()) writeFileSync(file, yaml);
+  },
+};
+
+function noArguments(command: string, args: string[]): void {
+  if (args.length) throw new UsageError(`appstack ${command} takes no arguments\n${usage}`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if ((command === "toolchain" || command === "crds") && rest.length) throw new UsageError(`appstack ${command} takes no arguments\n${usage}`);
-  switch (command) {
-    case "kubectl":
-      buildToolchain(() => undefined);
-      process.exitCode = spawnSync(toolPath("kubectl"), rest, { stdio: "inherit" }).status ?? 1;
-      return;
-    case "toolchain":
-      buildToolchain();
-      return;
-    case "crds":
-      mkdirSync(yamlDir, { recursive: true });
-      for (const [file, yaml] of renderedCrds()) writeFileSync(file, yaml);
-      return;
-    case "cluster":
-      await clusterCommand(rest);
-      return;
-    case "run":
-      await runMainJob(rest);
-      return;
-    case "pulumi":
-      buildToolchain();
-      process.exitCode = runPulumiCli(rest);
-      return;
-    case "preview":
-      process.exitCode = await runPreviewCli(rest);
-      return;
-    case "operator":
-      await runOperator(rest);
-      return;
-    case undefined:
-    case "help":
-    case "--help":
-      console.error(usage);
-      return;
-    default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)}\n${usage}`);
+  if (command === undefined || command === "help" || command === "--help") {
+    console.error(usage);
+    return;
   }
+  const run = commands[command];
+  if (!run) throw new UsageError(`unknown command ${JSON.stringify(command)}\n${usage}`);
+  const code = await run(rest);
+  if (typeof code === "number") process.exitCode = code;
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
