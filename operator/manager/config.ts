@@ -36,12 +36,13 @@ export interface OperatorConfig {
 type Env = Record<string, string | undefined>;
 
 /**
- * Objects reconciled at once unless configured: one more than the cores. An operation's engine is
- * busy on a core most of the time and waits on the API server the rest, so one extra keeps the
- * cores busy without queueing engines behind each other (the benchmark's concurrency sweep).
+ * Objects reconciled at once unless configured: one per core, at least two. Each runs a Pulumi
+ * engine that keeps a core busy; the benchmark's concurrency sweep on 2 cores found 2, 3 and 4 at
+ * once equally fast and 1 a third slower, and every engine more costs its memory (about 200 MiB
+ * with its provider) for nothing.
  */
 export function defaultConcurrency(): number {
-  return availableParallelism() + 1;
+  return Math.max(2, availableParallelism());
 }
 
 /** The operator's flags, each also an environment variable (see loadConfig); for node:util parseArgs. */
