@@ -38,7 +38,7 @@ type Env = Record<string, string | undefined>;
 /**
  * Objects reconciled at once unless configured: one per core, at least two. Each runs a Pulumi
  * engine that keeps a core busy; the benchmark's concurrency sweep on 2 cores found 2, 3 and 4 at
- * once equally fast and 1 a third slower, and every engine more costs its memory (about 200 MiB
+ * once equally fast and 1 a third slower, and every engine more costs its memory (about 250 MiB
  * with its provider) for nothing.
  */
 export function defaultConcurrency(): number {
