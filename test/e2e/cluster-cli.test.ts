@@ -1,13 +1,14 @@
 // `appstack cluster up` / `down` as a user runs them: two clusters side by side, then nothing left.
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { clusterDir } from "../../toolchain/cluster/cluster.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
+import { processesMentioning } from "../helpers/proctree.ts";
 
 function appstack(...args: string[]): string {
   return execFileSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), ...args], { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
@@ -15,21 +16,8 @@ function appstack(...args: string[]): string {
 
 /** `appstack <args>` against one cluster, with its exit code and both outputs. */
 function appstackWith(kubeconfig: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig } });
-}
-
-/** Processes whose command line mentions `marker`, found the way `ps` would. */
-function processesMentioning(marker: string): number[] {
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+  const kubeCache = join(dirname(kubeconfig), "kube-cache");
+  return spawnSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig, KUBECACHEDIR: kubeCache } });
 }
 
 test("two clusters run side by side, and `down` leaves no process and no folder behind", async () => {
@@ -47,7 +35,8 @@ test("two clusters run side by side, and `down` leaves no process and no folder 
       // `up` returned: the control plane keeps running without the command that started it.
       assert.ok(processesMentioning(clusterDir(name)).length >= 5);
       // The printed lines are all a shell needs: the kubeconfig and the pinned kubectl.
-      const nodes2 = execFileSync("bash", ["-c", `${env}\nkubectl get nodes -o name`], { encoding: "utf8", env: { PATH: "/usr/bin:/bin" } });
+      // kubectl's discovery cache goes into the cluster's folder, not the user's home or this folder.
+      const nodes2 = execFileSync("bash", ["-c", `${env}\nkubectl get nodes -o name`], { encoding: "utf8", env: { PATH: "/usr/bin:/bin", KUBECACHEDIR: join(clusterDir(name), "kube-cache") } });
       assert.equal(nodes2.trim().split("\n").length, 2, nodes2);
       assert.match(appstackWith(kubeconfig, "kubectl", "get", "nodes").stdout, /Ready/);
     }

@@ -5,7 +5,7 @@
 // and nothing of it may be left once it has stopped.
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, test } from "node:test";
@@ -14,21 +14,11 @@ import { sameSignalMs } from "../../operator/manager/signals.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { Workloads } from "../helpers/operator.ts";
+import { processesMentioning } from "../helpers/proctree.ts";
 
 // The default state folder of a user who names none: shared by both runs, as ~/.local/state would be.
 const home = mkdtempSync(join(tmpdir(), "appstack-main-job-"));
 after(() => rmSync(home, { recursive: true, force: true }));
-
-/** Processes whose command line mentions `marker`, as `ps` would find them. */
-function processesMentioning(marker: string): string[] {
-  return readdirSync("/proc").filter((pid) => /^\d+$/.test(pid)).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
-    } catch {
-      return false;
-    }
-  });
-}
 
 /** The export lines the main job printed for a second terminal. */
 function shellExports(printed: string): string {
@@ -37,7 +27,7 @@ function shellExports(printed: string): string {
 
 /** The second terminal, on a PATH with no kubectl of its own: the printed exports, then a command. */
 function shell(printed: string, command: string): string {
-  return execFileSync("bash", ["-c", `${shellExports(printed)}\n${command}`], { encoding: "utf8", env: { ...process.env, PATH: "/usr/bin:/bin" } });
+  return execFileSync("bash", ["-c", `${shellExports(printed)}\n${command}`], { encoding: "utf8", env: { ...process.env, PATH: "/usr/bin:/bin", KUBECACHEDIR: join(home, "kube-cache") } });
 }
 
 interface Run {

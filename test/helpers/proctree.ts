@@ -28,6 +28,20 @@ function readStat(pid: number): Stat | undefined {
   }
 }
 
+/** Processes whose command line mentions `marker`, found the way `ps` would. */
+export function processesMentioning(marker: string): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 /** The processes under `root` (its whole tree) whose command name is `comm`, now. */
 export function processesUnder(root: number, comm: string): number[] {
   const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
