@@ -9,7 +9,7 @@ import { approvalOf, consumeApproval, gate } from "./approval.ts";
 import { Children, type Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
 import { decide, decodeApplied, describeDrift, encodeApplied, previewBasis, programVersion, type Decision } from "./drift.ts";
-import { errorReason, ReportedFailure } from "./errors.ts";
+import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { briefError, isNotFound, parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
@@ -223,7 +223,7 @@ export class Reconciler {
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
     const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
     const kind = operation?.kind ?? "up";
-    const reason = error instanceof OperationTimedOut ? "OperationTimedOut" : kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
+    const reason = error instanceof OperationTimedOut ? "OperationTimedOut" : isStateUnwritable(message) ? "StateUnwritable" : kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
     const { attempt, delayMs } = this.deps.backoff(key);
     log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
     this.deps.events.record(object, "Warning", reason, message);

@@ -147,7 +147,7 @@ export class StackDriver {
         this.clean.add(name);
       } catch (error) {
         // Stored under a layout the file check does not know: it exists after all.
-        if (!(error instanceof StackAlreadyExistsError)) throw error;
+        if (!(error instanceof StackAlreadyExistsError)) throw this.afterFailure(name, error);
         stack = await LocalWorkspace.selectStack(args, options);
       }
     }
@@ -176,8 +176,19 @@ export class StackDriver {
       this.clean.delete(name);
       // Removed from the backend behind our back: select (or create) it afresh next time.
       if (error instanceof StackNotFoundError) this.stacks.delete(name);
-      throw error;
+      throw this.afterFailure(name, error);
     }
+  }
+
+  /**
+   * A failed operation or stack creation can leave a lock behind that no engine holds: one whose
+   * write the disk cut short (a full state folder leaves an empty lock file, which made every later
+   * `stack init` fail with "unexpected end of JSON input" after space returned). Only this driver
+   * runs operations on the stack, and its engine has exited, so any lock it still has is stale.
+   */
+  private afterFailure(name: string, error: unknown): unknown {
+    if (!(error instanceof ConcurrentUpdateError)) breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
+    return error;
   }
 
   /**

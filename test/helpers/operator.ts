@@ -34,10 +34,11 @@ function killProcess(pid: number): void {
   }
 }
 
-export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; env?: Record<string, string>; installApi?: boolean } = {}): Promise<OperatorProcess> {
+/** `logDir`: where the operator's log goes, when not beside its state (a pod logs to its own stdout). */
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean } = {}): Promise<OperatorProcess> {
   if (options.installApi ?? true) await installApi(kubeClients(kubeconfig));
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
-  const logFile = join(stateDir, `operator-${Date.now()}.log`);
+  const logFile = join(options.logDir ?? stateDir, `operator-${Date.now()}.log`);
   const healthAddress = options.env?.["APPSTACK_HEALTH_ADDR"] ?? `127.0.0.1:${(await freeLoopbackPorts(1))[0]}`;
   const out = openSync(logFile, "a");
   const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/main.ts")], {
