@@ -60,8 +60,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     const stateLine = localState ? `\n  export APPSTACK_STATE_DIR=${localState}` : "";
     say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one):\n${shellLines(cluster.kubeconfig)}${stateLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
   }
-  const localFlags = cluster ? { kubeconfig: cluster.kubeconfig, ...(localState ? { "state-dir": localState } : {}) } : { kubeconfig };
-  const config = loadConfig({ ...flags, ...localFlags }, { APPSTACK_LOG_FORMAT: "text", ...process.env });
+  const config = loadConfig({ ...flags, kubeconfig: cluster?.kubeconfig ?? kubeconfig, ...(localState ? { "state-dir": localState } : {}) }, { APPSTACK_LOG_FORMAT: "text", ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });
   try {
     const clients = kubeClients(config.kubeconfig);

@@ -103,8 +103,11 @@ function healthAddress(text: string): { healthHost: string; healthPort: number }
   return { healthHost: match[1] || "0.0.0.0", healthPort: Number(match[2]) };
 }
 
-function leaderElection(flags: OperatorFlags, env: Env): OperatorConfig["leaderElection"] {
-  const enabled = (flags["leader-elect"] ?? env["APPSTACK_LEADER_ELECT"] ?? "true") !== "false";
+/** A setting's value: its flag if given, else its environment variable. */
+type Setting = (name: keyof OperatorFlags, variable: string) => string | undefined;
+
+function leaderElection(setting: Setting, env: Env): OperatorConfig["leaderElection"] {
+  const enabled = (setting("leader-elect", "APPSTACK_LEADER_ELECT") ?? "true") !== "false";
   if (!enabled) return undefined;
   const inCluster = existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, "utf8").trim() : undefined;
   return {
@@ -115,7 +118,7 @@ function leaderElection(flags: OperatorFlags, env: Env): OperatorConfig["leaderE
 }
 
 /** Where stack state lives and how its secrets are encrypted. */
-function storage(setting: (name: keyof OperatorFlags, variable: string) => string | undefined, env: Env, readOnly: boolean): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
+function storage(setting: Setting, env: Env, readOnly: boolean): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
   const stateDir = setting("state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
   if (!readOnly) mkdirSync(stateDir, { recursive: true });
   const givenBackend = setting("backend-url", "APPSTACK_BACKEND_URL");
@@ -131,7 +134,7 @@ function logLevel(text: string): Level {
 
 /** The settings from parsed flags (see operatorOptions) over the environment: a flag wins over its variable. */
 export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readOnly = false }: LoadOptions = {}): OperatorConfig {
-  const setting = (name: keyof OperatorFlags, variable: string) => flags[name] ?? env[variable];
+  const setting: Setting = (name, variable) => flags[name] ?? env[variable];
   const namespaces = (setting("namespaces", "APPSTACK_NAMESPACES") ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
   return {
     kubeconfig: setting("kubeconfig", "KUBECONFIG"),
@@ -143,7 +146,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
     ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
-    leaderElection: leaderElection(flags, env),
+    leaderElection: leaderElection(setting, env),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
     operationTimeoutMs: positiveInt(setting("operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,

@@ -8,6 +8,8 @@ import { isOurs } from "./process.ts";
 
 export const defaultClusterName = "local";
 
+const clusterUsage = "usage: appstack cluster up|down|env|list [name]";
+
 /** What a shell needs to use a local cluster: its kubeconfig, and the pinned kubectl on PATH. */
 export function shellLines(kubeconfig: string, indent = "  "): string {
   return `${indent}export KUBECONFIG=${kubeconfig}\n${indent}export PATH=${dirname(toolPath("kubectl"))}:$PATH`;
@@ -37,7 +39,7 @@ export async function clusterUp(name: string): Promise<void> {
 
 export async function clusterCommand(args: string[]): Promise<void> {
   const [verb, name = defaultClusterName, ...extra] = args;
-  if (extra.length) throw new Error(`unexpected arguments: ${extra.join(" ")}\nusage: appstack cluster up|down|env|list [name]`);
+  if (extra.length) throw new Error(`unexpected arguments: ${extra.join(" ")}\n${clusterUsage}`);
   switch (verb) {
     case "up":
       await clusterUp(name);
@@ -53,6 +55,6 @@ export async function clusterCommand(args: string[]): Promise<void> {
       for (const state of runningClusters()) console.log(`${state.name}\t${state.server}\t${state.kubeconfig}`);
       return;
     default:
-      throw new Error("usage: appstack cluster up|down|env|list [name]");
+      throw new Error(clusterUsage);
   }
 }
