@@ -18,7 +18,20 @@ const quantity: JsonSchema = {
 };
 
 // Bounded so that the CEL rule below stays within the API server's cost budget.
-const resourceList = (description: string): JsonSchema => ({ type: "object", maxProperties: 6, additionalProperties: quantity, description });
+// Names as the Pod API takes them: a standard resource, or an extended one fully qualified outside
+// kubernetes.io (nvidia.com/gpu); anything else would pass here and fail at the Deployment.
+const resourceList = (description: string): JsonSchema => ({
+  type: "object",
+  maxProperties: 6,
+  additionalProperties: quantity,
+  description,
+  "x-kubernetes-validations": [
+    {
+      rule: "self.all(name, name in ['cpu', 'memory', 'ephemeral-storage'] || name.startsWith('hugepages-') || (name.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && !name.contains('kubernetes.io/')))",
+      message: "resource names are cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource such as example.com/gpu",
+    },
+  ],
+});
 
 const resources: JsonSchema = {
   type: "object",

@@ -118,6 +118,15 @@ export function workloadSubresources(specReplicasPath: string): JsonSchema {
 
 export const ageColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
+// The API server takes any DNS subdomain of up to 253 characters as an object's name, but the
+// name also names the Service and is a label value of every child: refused here, at apply time,
+// rather than by the first `pulumi up`.
+const nameRule = {
+  rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+  message: "metadata.name must be a DNS-1035 label of at most 63 characters (lower case letters, digits and '-', starting with a letter): it names the object's Service and labels its pods",
+  reason: "FieldValueInvalid",
+};
+
 export interface CustomResourceDefinition {
   apiVersion: "apiextensions.k8s.io/v1";
   kind: "CustomResourceDefinition";
@@ -151,6 +160,7 @@ export function customResourceDefinition(
               type: "object",
               required: ["spec"],
               description: schema.description,
+              "x-kubernetes-validations": [nameRule],
               properties: {
                 apiVersion: { type: "string", description: "APIVersion defines the versioned schema of this representation of an object." },
                 kind: { type: "string", description: "Kind is a string value representing the REST resource this object represents." },

@@ -20,7 +20,7 @@ import { programFor } from "../pulumi/programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationTimedOut, StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
-import { computeStatus, rolloutPhase, writeStatus } from "./status.ts";
+import { computeStatus, rolloutPhase, withScheduling, writeStatus } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 
 const busyRetryMs = 5_000;
@@ -346,7 +346,10 @@ export class Reconciler {
     const selector = podSelector(object);
     // Pods count only under the object's own Deployment: never another object's.
     const pods = deployment ? this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp) : [];
-    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase, stack, preview, observed: observed || object.status?.observedGeneration === object.metadata.generation });
+    const refined = withScheduling(phase, pods);
+    // Operation failures record their own Events; a rollout that cannot go on is said here.
+    if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
+    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview, observed: observed || object.status?.observedGeneration === object.metadata.generation });
     try {
       if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
     } catch (error) {

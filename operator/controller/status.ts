@@ -23,6 +23,21 @@ export function rolloutPhase(object: Workload, deployment: V1Deployment | undefi
   return { kind: "ready", message: `${available} of ${want} replicas available` };
 }
 
+/**
+ * A rollout that waits on pods the scheduler cannot place says why, as `kubectl describe pod`
+ * would: otherwise it reads RollingOut until the Deployment's progress deadline (ten minutes).
+ */
+export function withScheduling(phase: Phase, pods: readonly V1Pod[]): Phase {
+  if (phase.kind !== "progressing" || phase.reason !== "RollingOut") return phase;
+  for (const pod of pods) {
+    const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+    if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
+      return { kind: "progressing", reason: "Unschedulable", message: `pod ${pod.metadata?.name ?? ""} cannot be scheduled: ${scheduled.message ?? "no node fits"}` };
+    }
+  }
+  return phase;
+}
+
 export interface StatusInput {
   readonly object: Workload;
   readonly deployment: V1Deployment | undefined;

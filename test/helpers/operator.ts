@@ -122,6 +122,12 @@ export class Workloads {
     await this.api.patchNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name, body }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
   }
 
+  /** What `kubectl scale` does: through the scale subresource. */
+  async scale(kind: WorkloadKind, namespace: string, name: string, replicas: number): Promise<void> {
+    const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
+    await this.api.patchNamespacedCustomObjectScale({ group, version, plural: plurals[kind], namespace, name, body: { spec: { replicas } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  }
+
   async delete(kind: WorkloadKind, namespace: string, name: string): Promise<void> {
     await this.api.deleteNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name });
   }
@@ -133,6 +139,17 @@ export class Workloads {
       const ready = object.status?.conditions?.find((c) => c.type === "Ready");
       const current = object.status?.observedGeneration === object.metadata.generation;
       return ready?.status === "True" && current ? object : undefined;
+    }, timeoutMs);
+  }
+
+  /** Ready as `ready`, approving every plan that waits on the way (updatePolicy Preview). */
+  async readyApproving(kind: WorkloadKind, namespace: string, name: string, timeoutMs = 120_000): Promise<Workload> {
+    return eventually(`${kind} ${namespace}/${name} Ready (approving its plans)`, async () => {
+      const object = await this.get(kind, namespace, name);
+      const preview = object.status?.preview;
+      if (preview && object.metadata.annotations?.[approveAnnotation] !== preview.planId) await this.approve(kind, namespace, name, preview.planId);
+      const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      return ready && object.status?.observedGeneration === object.metadata.generation ? object : undefined;
     }, timeoutMs);
   }
 

@@ -60,6 +60,8 @@ export function processesUnder(root: number, comm: string): number[] {
 export class ProcessTreeSampler {
   peakRootKiB = 0;
   peakTreeKiB = 0;
+  /** The root's RSS at the last sample. */
+  rootKiB = 0;
   private readonly pulumiPids = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
 
@@ -102,6 +104,7 @@ export class ProcessTreeSampler {
       if (s.comm === "pulumi") this.pulumiPids.add(s.pid);
       stack.push(...(children.get(s.pid) ?? []));
     }
+    this.rootKiB = rootStat.rssKiB;
     this.peakRootKiB = Math.max(this.peakRootKiB, rootStat.rssKiB);
     this.peakTreeKiB = Math.max(this.peakTreeKiB, total);
   }

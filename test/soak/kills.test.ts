@@ -8,40 +8,27 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
+import { seedFrom } from "../helpers/random.ts";
 import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const kills = Number(process.env["APPSTACK_KILLS"] ?? "20");
-const seed = Number(process.env["APPSTACK_KILL_SEED"] ?? Date.now() % 1_000_000);
 const namespace = "default";
 const env = { APPSTACK_LEADER_ELECT: "false" };
 
 let operator: OperatorProcess | undefined;
 const cluster = useCluster(undefined, () => disposeOperator(operator));
 
-/** mulberry32: a small seeded generator, so that a failing run can be replayed. */
-function random(start: number): () => number {
-  let state = start >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 test(`${kills} SIGKILLs at random moments of up, destroy, refresh and preview: every object converges and nothing is left behind`, async () => {
-  console.error(`kill test seed: ${seed} (APPSTACK_KILL_SEED=${seed} replays it)`);
-  const next = random(seed);
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const random = seedFrom("APPSTACK_KILL_SEED", "kill test");
+  const next = random.next;
+  const pick = random.pick;
   const { kubeconfig } = cluster().cluster;
   const workloads = new Workloads(kubeconfig);
   const live = new Map<string, { replicas: number; preview: boolean }>();
@@ -95,13 +82,7 @@ test(`${kills} SIGKILLs at random moments of up, destroy, refresh and preview: e
 
   operator = await startOperatorProcess(kubeconfig, { stateDir: operator?.stateDir, env });
   for (const [name, want] of live) {
-    const ready = await eventually(`${name} to converge`, async () => {
-      const object = (await workloads.get("App", namespace, name)) as App;
-      const preview = object.status?.preview;
-      if (want.preview && preview && object.metadata.annotations?.["appstack.dev/approve"] !== preview.planId) await workloads.approve("App", namespace, name, preview.planId);
-      const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && object.status.observedGeneration === object.metadata.generation;
-      return ready ? object : undefined;
-    }, 180_000);
+    const ready = await workloads.readyApproving("App", namespace, name, 180_000);
     const deployment = await cluster().apps.readNamespacedDeployment({ name, namespace });
     assert.equal(deployment.spec?.replicas, want.replicas, name);
     assert.equal(deployment.metadata?.ownerReferences?.[0]?.uid, ready.metadata.uid, name);

@@ -1,13 +1,13 @@
 // The pure decisions of the operator: stack names, when Pulumi runs, and what status says.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { V1Deployment } from "@kubernetes/client-node";
+import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
 import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/controller/drift.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { engineMessage } from "../../operator/pulumi/stacks.ts";
-import { rolloutPhase } from "../../operator/controller/status.ts";
+import { rolloutPhase, withScheduling } from "../../operator/controller/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
   assert.equal(stackName("App", "default", "web"), "app.default.web");
@@ -66,6 +66,19 @@ test("Ready only when the rollout is complete", () => {
   assert.equal(rolloutPhase(app(0), deployment({})).kind, "ready");
   const stuck = deployment({ conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: "too slow" }] });
   assert.deepEqual(rolloutPhase(app(2), stuck), { kind: "stalled", reason: "ProgressDeadlineExceeded", message: "too slow" });
+});
+
+test("a rollout waiting on a pod the scheduler cannot place says so, with the scheduler's words", () => {
+  const rolling = rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 1 }));
+  const pending: V1Pod = { metadata: { name: "web-1" }, status: { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient memory." }] } };
+  const scheduled: V1Pod = { metadata: { name: "web-0" }, status: { conditions: [{ type: "PodScheduled", status: "True" }] } };
+  assert.deepEqual(withScheduling(rolling, [scheduled, pending]), { kind: "progressing", reason: "Unschedulable", message: "pod web-1 cannot be scheduled: 0/2 nodes are available: 2 Insufficient memory." });
+  assert.equal(withScheduling(rolling, [scheduled]), rolling);
+  // Ready, stalled, applying: not about scheduling.
+  const ready = rolloutPhase(app(0), deployment({}));
+  assert.equal(withScheduling(ready, [pending]), ready);
+  const applying = { kind: "progressing" as const, reason: "Applying", message: "up" };
+  assert.equal(withScheduling(applying, [pending]), applying);
 });
 
 test("conditions follow kstatus and keep their transition time while unchanged", () => {
