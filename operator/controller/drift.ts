@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 
 /** Bumped when the program's output changes for an unchanged spec, so that every object is applied anew. */
-export const programVersion = "2";
+export const programVersion = "3";
 
 export interface Applied {
   readonly programVersion: string;

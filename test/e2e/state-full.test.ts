@@ -1,6 +1,7 @@
-// A full state folder: the operator's state lives on a small tmpfs, which fills up while an App
-// is being created. The App says StateUnwritable with the file system's words, the log says so,
-// the stack state already there stays whole, and everything converges once space returns.
+// A full, then a read-only state folder: the operator's state lives on a small tmpfs, which fills
+// up (then is remounted read-only) while an App is being created. The App says StateUnwritable
+// with the file system's words, the log says so, the stack state already there stays whole, and
+// everything converges once space (or write access) returns.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -66,6 +67,34 @@ test("a full state folder: StateUnwritable on the object and in the log, no stac
   for (const name of ["roomy", "cramped"]) await workloads.delete("App", "default", name);
   for (const name of ["roomy", "cramped"]) {
     await eventually(`${name} gone`, async () => workloads.get("App", "default", name).then(() => undefined, (error: unknown) => (isNotFound(error) ? true : undefined)), 60_000);
+    assert.equal(existsSync(checkpoint(name)), false);
+  }
+});
+
+test("a read-only state folder: StateUnwritable with the file system's words, no stack state damaged, converges once writable", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  operator ??= await startOperatorProcess(cluster().cluster.kubeconfig, { stateDir: mount, logDir: logs, env: { APPSTACK_RETRY_MAX_MS: "3000" } });
+  await workloads.create(app("steady"));
+  await workloads.ready("App", "default", "steady");
+  const before = readFileSync(checkpoint("steady"), "utf8");
+
+  execFileSync("mount", ["-o", "remount,ro", mount]);
+  try {
+    await workloads.create(app("frozen"));
+    const stalled = await eventually("frozen to say StateUnwritable", async () => {
+      const condition = (await workloads.get("App", "default", "frozen")).status?.conditions?.find((c) => c.type === "Stalled" && c.status === "True");
+      return condition?.reason === "StateUnwritable" ? condition : undefined;
+    }, 60_000);
+    assert.match(stalled.message, /read-only file system/i);
+    assert.match(readFileSync(operator.logFile, "utf8"), /read-only file system/);
+    assert.equal(readFileSync(checkpoint("steady"), "utf8"), before);
+  } finally {
+    execFileSync("mount", ["-o", "remount,rw", mount]);
+  }
+  await workloads.ready("App", "default", "frozen", 120_000);
+  for (const name of ["steady", "frozen"]) await workloads.delete("App", "default", name);
+  for (const name of ["steady", "frozen"]) {
+    await workloads.gone("App", "default", name, 60_000);
     assert.equal(existsSync(checkpoint(name)), false);
   }
 });
