@@ -34,6 +34,12 @@ function killProcess(pid: number): void {
   }
 }
 
+// One exit hook for every operator a test file starts (a kill test starts dozens).
+const atExit = new Set<() => void>();
+process.once("exit", () => {
+  for (const cleanUp of atExit) cleanUp();
+});
+
 /** `logDir`: where the operator's log goes, when not beside its state (a pod logs to its own stdout). */
 export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean } = {}): Promise<OperatorProcess> {
   if (options.installApi ?? true) await installApi(kubeClients(kubeconfig));
@@ -66,7 +72,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
     killGroup();
     for (const plugin of orphanedPlugins(join(stateDir, "pulumi-home"))) killProcess(plugin.pid);
   };
-  process.once("exit", killAll);
+  atExit.add(killAll);
   return {
     stateDir,
     healthPort: Number(healthAddress.split(":").at(-1)),
@@ -78,7 +84,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
       else if (child.exitCode === null && child.signalCode === null) child.kill(how);
       await exited;
       if (how === "SIGKILL") return;
-      process.off("exit", killAll);
+      atExit.delete(killAll);
       killAll();
     },
   };
