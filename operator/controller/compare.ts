@@ -40,8 +40,9 @@ function sameScalar(desired: unknown, live: unknown, path: string): boolean {
   if (desired === live) return true;
   // An empty string is omitted by the API server (`omitempty`): absent is the same.
   if (desired === "" && live === undefined) return true;
-  if (/resources\.(requests|limits)[.[]/.test(path) && typeof desired === "string" && typeof live === "string") {
-    const a = quantityValue(desired);
+  // A quantity may be written as a number (int-or-string): the API server keeps it as a string.
+  if (/resources\.(requests|limits)[.[]/.test(path) && (typeof desired === "string" || typeof desired === "number") && typeof live === "string") {
+    const a = quantityValue(String(desired));
     return a !== undefined && a === quantityValue(live);
   }
   return false;

@@ -92,6 +92,11 @@ test("quantities compare by value", () => {
   assert.equal(quantityValue("1.5Gi"), 1.5 * 2 ** 30);
   assert.equal(quantityValue("1e3"), quantityValue("1k"));
   assert.equal(quantityValue("nginx"), undefined);
+  // int-or-string: a number in the spec comes back as a string (found by the hostile-input test:
+  // `memory: 2` against "2" was drift repaired for ever).
+  const path = "spec.template.spec.containers[app].resources.limits";
+  assert.deepEqual(differences({ memory: 2, cpu: 1.5 }, { memory: "2", cpu: "1500m" }, path), []);
+  assert.deepEqual(differences({ memory: 2 }, { memory: "3" }, path), [`${path}.memory: "3", want 2`]);
 });
 
 test("a child is the object's own only when its controller reference names the object's uid", () => {
