@@ -7,6 +7,7 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import { apiClient, briefError, isConflict, isNotFound } from "../kube/clients.ts";
+import { withinDeadline } from "./deadline.ts";
 import type { Logger } from "./log.ts";
 
 export interface LeaseSettings {
@@ -28,12 +29,6 @@ export type LeaseApi = Pick<CoordinationV1Api, "readNamespacedLease" | "createNa
 /** The API of `config`, each call bounded: a lease call must end well within the renew deadline. */
 export function leaseApi(config: KubeConfig, settings: Pick<LeaseSettings, "renewDeadlineMs" | "retryPeriodMs">): LeaseApi {
   return apiClient(config, CoordinationV1Api, Math.max(settings.retryPeriodMs, settings.renewDeadlineMs / 2));
-}
-
-function deadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)));
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 export class LeaderElector {
@@ -78,7 +73,7 @@ export class LeaderElector {
       if (this.stopped) return;
       // A call that hangs must not outlast the deadline it is meant to meet.
       const left = Math.max(1, this.settings.renewDeadlineMs - (this.now() - lastRenew));
-      this.renewing = deadline(this.attempt(), left, "renewing the lease").catch(() => false);
+      this.renewing = withinDeadline(this.attempt(), left).then((renewed) => renewed === true, () => false);
       if (await this.renewing) {
         lastRenew = this.now();
         continue;

@@ -3,6 +3,7 @@
 // deadline, before the lease is handed over.
 import type { Server } from "node:http";
 import type { OperatorConfig } from "./config.ts";
+import { timedOut, withinDeadline } from "./deadline.ts";
 import { startHealthServer } from "./health.ts";
 import { briefError, kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
@@ -13,12 +14,6 @@ import { startOperator, type RunningOperator } from "./operator.ts";
 export interface OperatorService {
   readonly server: Server;
   stop(): Promise<void>;
-}
-
-function withDeadline(work: Promise<void>, ms: number): Promise<"done" | "deadline"> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<"deadline">((resolve) => (timer = setTimeout(() => resolve("deadline"), ms)));
-  return Promise.race([work.then(() => "done" as const), deadline]).finally(() => clearTimeout(timer));
 }
 
 export async function startService(config: OperatorConfig, log: Logger): Promise<OperatorService> {
@@ -44,7 +39,7 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
         // As controller-runtime does: a replica that lost the lease exits and starts afresh. Its
         // engines go first: the renew deadline ends before the lease can expire for a standby.
         log.error("lost leadership; stopping every operation and exiting so that another replica takes over");
-        void withDeadline(operator?.abort() ?? Promise.resolve(), 3_000).finally(() => process.exit(1));
+        void withinDeadline(operator?.abort() ?? Promise.resolve(), 3_000).finally(() => process.exit(1));
       });
     }
     try {
@@ -65,7 +60,7 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
     async stop() {
       elector?.stop();
       await leading.catch(() => undefined);
-      if (operator && (await withDeadline(operator.stop(), config.shutdownGraceMs)) === "deadline") {
+      if (operator && (await withinDeadline(operator.stop(), config.shutdownGraceMs)) === timedOut) {
         // The lease goes only after every engine of this replica is gone: two engines must never write one stack.
         log.warn("shutdown grace passed with operations still running; killing them before the lease is handed over", { graceMs: config.shutdownGraceMs });
         await operator.abort();

@@ -12,6 +12,7 @@ import {
 } from "@pulumi/pulumi/automation/index.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import yaml from "js-yaml";
 import { fileURLToPath } from "node:url";
 import type { StackOperation } from "../../crds/types.ts";
@@ -27,6 +28,7 @@ export const projectName = "appstack";
 /** How long one engine operation may take unless configured (APPSTACK_OPERATION_TIMEOUT_SECONDS). */
 export const defaultOperationTimeoutMs = 300_000;
 const maxKillGraceMs = 30_000;
+const cancelledWhy = "it did not stop when its deadline cancelled it";
 
 /** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
 export function prepareWorkDir(workDir: string, backendUrl: string): string {
@@ -290,8 +292,7 @@ export class StackDriver {
    * one that needs no further operation) and kills the plugins its engines left running.
    */
   cleanUpAfterPredecessor(): void {
-    breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
-    killOrphanedPlugins(this.settings.pulumiHome, this.log);
+    this.sweep();
   }
 
   /**
@@ -300,12 +301,23 @@ export class StackDriver {
    * engine of this replica writes a stack once another replica may lead.
    */
   async killAll(): Promise<void> {
-    const killed = killEngines(undefined, "this replica is handing over", this.log);
-    if (!killed) return;
+    await this.stopEngines(undefined, "this replica is handing over");
+  }
+
+  /** Kills this process's engines on `stack` (or on every stack), then what they leave: plugins and locks. */
+  private async stopEngines(stack: string | undefined, why: string): Promise<void> {
+    const killed = killEngines(stack, why, this.log);
+    if (stack) this.clean.delete(stack);
     // The plugins are adopted by init a moment after their engine dies.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (killed) await sleep(300);
+    this.sweep(stack);
+  }
+
+  /** Kills the plugins no engine of ours owns any more, and breaks the stale locks of `stack` (or of every stack). */
+  private sweep(stack?: string): void {
     killOrphanedPlugins(this.settings.pulumiHome, this.log);
-    breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
+    if (stack) breakStaleLocks(this.settings.backendUrl, projectName, stack, this.log);
+    else breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
   }
 
   /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
@@ -369,7 +381,7 @@ export class StackDriver {
     const deadline = setTimeout(() => {
       this.log.warn(`pulumi ${kind} passed its deadline; cancelling it`, { stack: name, deadlineMs });
       abort.abort();
-      killer = setTimeout(() => this.kill(name), Math.min(maxKillGraceMs, deadlineMs));
+      killer = setTimeout(() => void this.stopEngines(name, cancelledWhy), Math.min(maxKillGraceMs, deadlineMs));
     }, deadlineMs);
     this.observer?.started();
     try {
@@ -380,7 +392,7 @@ export class StackDriver {
       return outcome;
     } catch (error) {
       if (abort.signal.aborted) {
-        this.kill(name);
+        await this.stopEngines(name, cancelledWhy);
         throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${kind} did not finish within its deadline of ${deadlineMs / 1000} s; it was cancelled and its stack unlocked`), deadlineMs);
       }
       if (error instanceof StackOperationFailed || error instanceof ConcurrentUpdateError || error instanceof StackNotFoundError) throw error;
@@ -391,14 +403,4 @@ export class StackDriver {
       this.observer?.finished(kind, result, (Date.now() - started.getTime()) / 1000);
     }
   }
-
-  /** Kills what is left of a cancelled operation on `name`: its engine, the plugins it leaves, its lock. */
-  private kill(name: string): void {
-    killEngines(name, "it did not stop when its deadline cancelled it", this.log);
-    this.clean.delete(name);
-    // The killed engine's plugins are adopted by init a moment after it dies.
-    setTimeout(() => killOrphanedPlugins(this.settings.pulumiHome, this.log), 200).unref();
-    breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
-  }
-
 }
