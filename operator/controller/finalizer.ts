@@ -1,6 +1,6 @@
 // The finalizer that lets the operator destroy an object's stack before the object goes away.
 import type { Workload } from "../../crds/types.ts";
-import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
+import { isNotFound, keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
 export const finalizerName = "appstack.dev/stack";
 
@@ -17,11 +17,18 @@ export async function addFinalizer(clients: KubeClients, object: Workload): Prom
   return patchWorkload(clients, keyOf(object), patch);
 }
 
+/**
+ * Drops the finalizer. An object already gone is done, not a failure: a reconcile queued before the
+ * watch reported the deletion reads a cached copy that still has the finalizer.
+ */
 export async function removeFinalizer(clients: KubeClients, object: Workload): Promise<void> {
   const index = object.metadata.finalizers?.indexOf(finalizerName) ?? -1;
   if (index < 0) return;
-  await patchWorkload(clients, keyOf(object), [
-    { op: "test", path: `/metadata/finalizers/${index}`, value: finalizerName },
-    { op: "remove", path: `/metadata/finalizers/${index}` },
-  ]);
+  const patch = [
+    { op: "test" as const, path: `/metadata/finalizers/${index}`, value: finalizerName },
+    { op: "remove" as const, path: `/metadata/finalizers/${index}` },
+  ];
+  await patchWorkload(clients, keyOf(object), patch).catch((error: unknown) => {
+    if (!isNotFound(error)) throw error;
+  });
 }
