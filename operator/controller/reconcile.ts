@@ -147,10 +147,7 @@ export class Reconciler {
     try {
       operation = await this.up(object, stack, refreshes(decision), log, approved);
     } catch (error) {
-      if (error instanceof StackBusy) {
-        log.info("stack busy; retrying", { retryInMs: busyRetryMs });
-        return { requeueAfterMs: busyRetryMs };
-      }
+      if (error instanceof StackBusy) return this.locked(object, observed.deployment, previous, error, log);
       if (approved && error instanceof StackOperationFailed && /violates plan/.test(error.message)) {
         // The program now asks for more than the approved plan allows: preview again.
         await this.refuse(object, approved.planId, `approval refused: the cluster no longer matches plan ${approved.planId} (${error.message}); a fresh preview was written`, log);
@@ -323,7 +320,7 @@ export class Reconciler {
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {
-      if (error instanceof StackBusy) return { requeueAfterMs: busyRetryMs };
+      if (error instanceof StackBusy) return this.locked(object, observed.deployment, object.status?.stack ?? { name: stack }, error, log);
       const message = error instanceof Error ? error.message : String(error);
       const { attempt } = this.deps.backoff(key);
       if (attempt < terminatingNamespaceAttempts || !(await this.namespaceTerminating(object.metadata.namespace))) {
@@ -340,6 +337,18 @@ export class Reconciler {
     await removeFinalizer(this.deps.clients, object);
     this.written.delete(object.metadata.uid);
     return undefined;
+  }
+
+  /**
+   * Another engine holds the stack's lock: one of a previous leader that may still write it (frozen,
+   * or cut off from the API server), or a person's `appstack pulumi`. Said on the object, since
+   * only the holder's end (or a person) frees it; checked again shortly.
+   */
+  private async locked(object: Workload, deployment: V1Deployment | undefined, stack: StackStatus, error: StackBusy, log: Logger): Promise<HandlerResult> {
+    log.info("stack locked by another engine; retrying", { error: error.message, retryInMs: busyRetryMs });
+    this.deps.events.record(object, "Warning", "StackLocked", error.message);
+    await this.report(object, deployment, { kind: "progressing", reason: "StackLocked", message: error.message }, stack, false).catch(() => undefined);
+    return { requeueAfterMs: busyRetryMs };
   }
 
   private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean, preview?: PreviewStatus): Promise<void> {

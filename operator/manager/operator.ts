@@ -4,6 +4,7 @@ import type { OperatorConfig } from "./config.ts";
 import { redactUrl } from "./redact.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { kubeClients, type KubeClients } from "../kube/clients.ts";
+import { peerPodCheck } from "../kube/peer-pods.ts";
 import type { Logger } from "./log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { PlanStore } from "../pulumi/plans.ts";
@@ -31,6 +32,8 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
       pulumiHome: join(config.stateDir, "pulumi-home"),
       workDir: prepareWorkDir(join(config.stateDir, "workspace"), config.backendUrl),
       operationTimeoutMs: config.operationTimeoutMs,
+      // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.
+      ...(config.leaderElection ? { otherHost: peerPodCheck(clients.core, config.leaderElection.namespace) } : {}),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
     },
     log,
@@ -50,7 +53,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
   const plans = new PlanStore(join(config.stateDir, "plans"));
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
-  driver.cleanUpAfterPredecessor();
+  await driver.cleanUpAfterPredecessor();
   await watcher.start();
   queue.start();
   // The queue coalesces (an object still queued or running is not checked twice) and leaves

@@ -1,6 +1,9 @@
 // Stale stack locks. The file backend locks a stack with a file naming the process that holds it;
-// when the operator is killed mid-update, that file outlives the process. Only the leader runs
-// operations, one at a time per stack, so a lock not held by a live process on this host is stale.
+// when the operator is killed mid-update, that file outlives the process. A lock is broken only
+// when its holder is provably gone: on this host, when its process no longer runs; on another
+// host (a previous leader's pod), when a HolderCheck proves that host's engines gone. A leader
+// that was frozen (a paused VM, not killed) past its lease may resume its engine at any moment:
+// breaking its lock on the strength of the lease alone would let two engines write one stack.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, join, relative, sep } from "node:path";
@@ -11,6 +14,21 @@ interface LockInfo {
   pid?: number;
   hostname?: string;
   timestamp?: string;
+}
+
+/** Whether a lock's holder is provably gone, and why: the reason goes to the log and, for a kept lock, to the object's status. */
+export interface HolderVerdict {
+  readonly gone: boolean;
+  readonly why: string;
+}
+
+/** Judges a lock taken on another host (`takenAtMs` by that host's clock, when the lock says). */
+export type HolderCheck = (host: string, takenAtMs: number | undefined) => Promise<HolderVerdict>;
+
+/** What a sweep of one stack did: whether it removed locks, and why a lock stays when one does. */
+export interface LockSweep {
+  readonly removed: boolean;
+  readonly held?: string;
 }
 
 function processAlive(pid: number): boolean {
@@ -75,38 +93,67 @@ function projectLockFolders(backendUrl: string, project: string, stack?: string)
   });
 }
 
-/** Removes a folder's locks unless a live process holds one; true when it removed any. */
-function breakLocksIn(folder: string, log: Logger): boolean {
+function describe(lock: LockInfo): string {
+  return `pid ${lock.pid ?? "?"} on ${lock.hostname ?? "an unnamed host"}${lock.timestamp ? ` since ${lock.timestamp}` : ""}`;
+}
+
+/** Whether a lock's holder is provably gone. Without a check, another host's holder never is. */
+async function judge(lock: LockInfo, otherHost: HolderCheck | undefined): Promise<HolderVerdict> {
+  if (lock.hostname === undefined) return { gone: true, why: "the lock names no holder" };
+  if (lock.hostname === hostname()) return holderAlive(lock) ? { gone: false, why: `its process still runs on this host` } : { gone: true, why: "its process no longer runs" };
+  if (!otherHost) return { gone: false, why: "it was taken on another host, and nothing here can prove that host's engine gone" };
+  const takenMs = lock.timestamp ? Date.parse(lock.timestamp) : NaN;
+  return otherHost(lock.hostname, Number.isNaN(takenMs) ? undefined : takenMs);
+}
+
+/** Removes a folder's locks whose holder is provably gone; reports why a lock stays. */
+async function breakLocksIn(folder: string, log: Logger, otherHost: HolderCheck | undefined): Promise<LockSweep> {
+  const files = readdirSync(folder);
+  // Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock.
   let removed = false;
-  for (const file of readdirSync(folder)) {
+  for (const file of files.filter((f) => !f.endsWith(".attrs"))) {
     const path = join(folder, file);
     let lock: LockInfo = {};
     try {
       lock = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
     } catch {
-      // An unreadable lock is as stale as one whose owner is gone.
+      // An unreadable lock (a write the disk cut short) names no holder: as stale as a dead one's.
     }
-    const live = lock.hostname === hostname() && holderAlive(lock);
-    if (live) return false;
-    if (!file.endsWith(".attrs")) log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
+    const verdict = await judge(lock, otherHost);
+    if (!verdict.gone) return { removed, held: `${describe(lock)}: ${verdict.why}` };
+    log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp, why: verdict.why });
     rmSync(path, { force: true });
+    rmSync(`${path}.attrs`, { force: true });
     removed = true;
   }
-  return removed;
+  // Attributes whose lock is gone (a removal cut short).
+  for (const file of files.filter((f) => f.endsWith(".attrs") && !files.includes(f.slice(0, -".attrs".length)))) rmSync(join(folder, file), { force: true });
+  return { removed };
 }
 
-/** Removes the stale locks of `stack`; true when there was one and no live holder remains. */
-export function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger): boolean {
+/** Removes the stale locks of `stack`: `removed` when there was one; `held` says why a lock stays. */
+export async function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger, otherHost?: HolderCheck): Promise<LockSweep> {
   let removed = false;
-  for (const folder of projectLockFolders(backendUrl, project, stack)) removed = breakLocksIn(folder, log) || removed;
-  return removed;
+  for (const folder of projectLockFolders(backendUrl, project, stack)) {
+    const sweep = await breakLocksIn(folder, log, otherHost);
+    removed ||= sweep.removed;
+    if (sweep.held) return { removed, held: sweep.held };
+  }
+  return { removed };
 }
 
 /**
  * Removes the stale locks of every stack of `project`: run when this operator starts to lead, so
  * that a predecessor killed mid-operation leaves no lock behind, even on a stack that needs no
- * further operation.
+ * further operation. Returns how many stacks it unlocked.
  */
-export function breakAllStaleLocks(backendUrl: string, project: string, log: Logger): number {
-  return projectLockFolders(backendUrl, project).filter((folder) => breakLocksIn(folder, log)).length;
+export async function breakAllStaleLocks(backendUrl: string, project: string, log: Logger, otherHost?: HolderCheck): Promise<number> {
+  const unlocked = new Set<string>();
+  // This host's dead holders first, with no API call: a sweep cut short (a replica exiting on a
+  // lost lease) still removes the locks of the engines it has just killed.
+  for (const check of [undefined, otherHost]) {
+    for (const folder of projectLockFolders(backendUrl, project)) if ((await breakLocksIn(folder, log, check)).removed) unlocked.add(folder);
+    if (!otherHost) break;
+  }
+  return unlocked.size;
 }

@@ -21,7 +21,7 @@ import type { Logger } from "../manager/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { answerFromEvents, summaryRecorder } from "./summaries.ts";
 import { killEngines, killOrphanedPlugins } from "./orphans.ts";
-import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";
+import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-locks.ts";
 
 export const projectName = "appstack";
 
@@ -105,7 +105,12 @@ export class StackDriver {
   private readonly clean = new Set<string>();
 
   constructor(
-    private readonly settings: EngineSettings & { readonly workDir: string; readonly operationTimeoutMs?: number },
+    private readonly settings: EngineSettings & {
+      readonly workDir: string;
+      readonly operationTimeoutMs?: number;
+      /** Proves another host's engines gone (another replica's pod); without it, other hosts' locks stay. */
+      readonly otherHost?: HolderCheck;
+    },
     private readonly log: Logger,
     private readonly observer?: OperationObserver,
   ) {}
@@ -123,9 +128,15 @@ export class StackDriver {
       return await operation();
     } catch (error) {
       if (!(error instanceof ConcurrentUpdateError)) throw error;
-      if (!(breakStaleLocks(this.settings.backendUrl, projectName, name, this.log))) throw new StackBusy(`stack ${name} is locked by a running update`);
+      const sweep = await this.breakStaleLocks(name);
+      if (sweep.held) throw new StackBusy(`stack ${name} is locked by ${sweep.held}`);
+      if (!sweep.removed) throw new StackBusy(`stack ${name} is locked by a running update`);
       return operation();
     }
+  }
+
+  private breakStaleLocks(name: string) {
+    return breakStaleLocks(this.settings.backendUrl, projectName, name, this.log, this.settings.otherHost);
   }
 
   private async select(name: string, program: PulumiFn): Promise<Stack> {
@@ -149,7 +160,7 @@ export class StackDriver {
         this.clean.add(name);
       } catch (error) {
         // Stored under a layout the file check does not know: it exists after all.
-        if (!(error instanceof StackAlreadyExistsError)) throw this.afterFailure(name, error);
+        if (!(error instanceof StackAlreadyExistsError)) throw await this.afterFailure(name, error);
         stack = await LocalWorkspace.selectStack(args, options);
       }
     }
@@ -178,7 +189,7 @@ export class StackDriver {
       this.clean.delete(name);
       // Removed from the backend behind our back: select (or create) it afresh next time.
       if (error instanceof StackNotFoundError) this.stacks.delete(name);
-      throw this.afterFailure(name, error);
+      throw await this.afterFailure(name, error);
     }
   }
 
@@ -188,8 +199,8 @@ export class StackDriver {
    * `stack init` fail with "unexpected end of JSON input" after space returned). Only this driver
    * runs operations on the stack, and its engine has exited, so any lock it still has is stale.
    */
-  private afterFailure(name: string, error: unknown): unknown {
-    if (!(error instanceof ConcurrentUpdateError)) breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
+  private async afterFailure(name: string, error: unknown): Promise<unknown> {
+    if (!(error instanceof ConcurrentUpdateError)) await this.breakStaleLocks(name);
     return error;
   }
 
@@ -272,7 +283,7 @@ export class StackDriver {
     const stack = await this.existing(name);
     if (!stack) {
       // A `stack rm` killed after removing the stack but before unlocking it leaves a lock behind.
-      breakStaleLocks(this.settings.backendUrl, projectName, name, this.log);
+      await this.breakStaleLocks(name);
       return undefined;
     }
     const onOutput = this.engineOutput(name);
@@ -291,8 +302,8 @@ export class StackDriver {
    * Cleans up after a predecessor killed mid-operation: breaks the stale locks on every stack (even
    * one that needs no further operation) and kills the plugins its engines left running.
    */
-  cleanUpAfterPredecessor(): void {
-    this.sweep();
+  async cleanUpAfterPredecessor(): Promise<void> {
+    await this.sweep();
   }
 
   /**
@@ -310,14 +321,14 @@ export class StackDriver {
     if (stack) this.clean.delete(stack);
     // The plugins are adopted by init a moment after their engine dies.
     if (killed) await sleep(300);
-    this.sweep(stack);
+    await this.sweep(stack);
   }
 
   /** Kills the plugins no engine of ours owns any more, and breaks the stale locks of `stack` (or of every stack). */
-  private sweep(stack?: string): void {
+  private async sweep(stack?: string): Promise<void> {
     killOrphanedPlugins(this.settings.pulumiHome, this.log);
-    if (stack) breakStaleLocks(this.settings.backendUrl, projectName, stack, this.log);
-    else breakAllStaleLocks(this.settings.backendUrl, projectName, this.log);
+    if (stack) await this.breakStaleLocks(stack);
+    else await breakAllStaleLocks(this.settings.backendUrl, projectName, this.log, this.settings.otherHost);
   }
 
   /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */

@@ -1,4 +1,6 @@
-// Stale stack locks in a file backend laid out as Pulumi lays it out: which are broken, which stay.
+// Stale stack locks in a file backend laid out as Pulumi lays it out: which are broken, which stay,
+// and when another replica's pod proves its engines gone.
+import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
@@ -6,7 +8,8 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { createLogger } from "../../operator/manager/log.ts";
-import { breakAllStaleLocks, breakStaleLocks } from "../../operator/pulumi/stack-locks.ts";
+import { podVerdict } from "../../operator/kube/peer-pods.ts";
+import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "../../operator/pulumi/stack-locks.ts";
 
 const backend = mkdtempSync(join(tmpdir(), "appstack-locks-"));
 after(() => rmSync(backend, { recursive: true, force: true }));
@@ -26,27 +29,69 @@ function lock(project: string, stack: string, holder: { pid: number; hostname: s
   return file;
 }
 
-test("a sweep breaks the project's locks whose holder is gone, and keeps live ones and other projects'", () => {
+test("a sweep breaks the project's locks whose holder is gone, and keeps live ones, other hosts' and other projects'", async () => {
   const dead = lock("appstack", "app.default.killed", { pid: deadPid, hostname: hostname() });
   const foreign = lock("appstack", "app.default.moved", { pid: process.pid, hostname: "an-old-pod" });
   const live = lock("appstack", "app.default.running", { pid: process.pid, hostname: hostname() });
   const other = lock("someone-else", "app.default.killed", { pid: deadPid, hostname: hostname() });
 
-  assert.equal(breakAllStaleLocks(backendUrl, "appstack", log), 2);
+  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log), 1);
   assert.ok(!existsSync(dead) && !existsSync(`${dead}.attrs`), "a dead holder's lock is broken");
-  assert.ok(!existsSync(foreign), "another host's lock is broken: only the leader runs operations");
+  assert.ok(existsSync(foreign), "another host's lock stays when nothing proves its holder gone: it may be a frozen leader's");
   assert.ok(existsSync(live) && existsSync(`${live}.attrs`), "a live holder's lock stays");
   assert.ok(existsSync(other), "another project's lock stays");
-  assert.equal(warnings.length, 2, "one warning per broken lock, none for its attributes file");
+  assert.equal(warnings.length, 1, "one warning per broken lock, none for its attributes file");
 
-  assert.equal(breakStaleLocks(backendUrl, "appstack", "app.default.running", log), false);
-  assert.equal(breakAllStaleLocks(backendUrl, "appstack", log), 0, "a second sweep finds nothing");
-  assert.equal(breakAllStaleLocks("s3://bucket", "appstack", log), 0, "only file backends have lock files to look at");
+  const running = await breakStaleLocks(backendUrl, "appstack", "app.default.running", log);
+  assert.equal(running.removed, false);
+  assert.match(running.held ?? "", new RegExp(`pid ${process.pid} on ${hostname()} since .*: its process still runs on this host`));
+  assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.moved", log)).held ?? "", /on an-old-pod since .*: it was taken on another host, and nothing here can prove/);
+  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log), 0, "a second sweep finds nothing");
+  assert.equal(await breakAllStaleLocks("s3://bucket", "appstack", log), 0, "only file backends have lock files to look at");
 });
 
-test("a lock whose pid now belongs to a process started after the lock was taken is stale (pids wrap)", () => {
+test("another host's lock is broken only when the holder check proves that host's engine gone", async () => {
+  const asked: Array<[string, number | undefined]> = [];
+  const taken = new Date("2026-11-23T10:00:00Z");
+  const frozen = lock("appstack", "app.default.frozen", { pid: 7, hostname: "appstack-old" }, taken);
+  const stillThere: HolderCheck = (host, takenAtMs) => (asked.push([host, takenAtMs]), Promise.resolve({ gone: false, why: "pod appstack-old still runs" }));
+  const sweep = await breakStaleLocks(backendUrl, "appstack", "app.default.frozen", log, stillThere);
+  assert.deepEqual(sweep, { removed: false, held: `pid 7 on appstack-old since ${taken.toISOString()}: pod appstack-old still runs` });
+  assert.deepEqual(asked, [["appstack-old", taken.getTime()]]);
+  assert.ok(existsSync(frozen));
+
+  const gone: HolderCheck = () => Promise.resolve({ gone: true, why: "pod appstack-old no longer exists" });
+  // This one and the first test's an-old-pod lock.
+  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log, gone), 2);
+  assert.ok(!existsSync(frozen) && !existsSync(`${frozen}.attrs`));
+  assert.match(warnings.at(-1) ?? "", /pod appstack-old no longer exists/);
+});
+
+test("a lock whose pid now belongs to a process started after the lock was taken is stale (pids wrap)", async () => {
   // This test process is alive, but started long after a lock taken a day ago.
   const reused = lock("appstack", "app.default.reused", { pid: process.pid, hostname: hostname() }, new Date(Date.now() - 86_400_000));
-  assert.equal(breakStaleLocks(backendUrl, "appstack", "app.default.reused", log), true);
+  assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.reused", log)).removed, true);
   assert.ok(!existsSync(reused));
+});
+
+test("a replica's pod proves its engines gone when it no longer exists, is a new pod, has ended, or its containers started again since the lock", () => {
+  const taken = Date.parse("2026-11-23T10:00:00Z");
+  const pod = (created: string, phase: string, containers: V1ContainerStatus[]): V1Pod => ({ metadata: { name: "appstack-a", creationTimestamp: new Date(created) }, status: { phase, containerStatuses: containers } });
+  const running = (since: string): V1ContainerStatus => ({ name: "operator", image: "x", imageID: "", ready: true, restartCount: 0, state: { running: { startedAt: new Date(since) } } });
+  const before = "2026-11-23T09:00:00Z";
+  const cases: Array<[string, V1Pod | undefined, number | undefined, boolean]> = [
+    ["no pod", undefined, taken, true],
+    ["a pod of that name created after the lock", pod("2026-11-23T10:05:00Z", "Running", [running("2026-11-23T10:05:01Z")]), taken, true],
+    ["an ended pod", pod(before, "Failed", []), taken, true],
+    ["a container that started again after the lock", pod(before, "Running", [running("2026-11-23T10:00:01Z")]), taken, true],
+    ["a container waiting to start again", pod(before, "Running", [{ name: "operator", image: "x", imageID: "", ready: false, restartCount: 1, state: { waiting: { reason: "CrashLoopBackOff" } } }]), taken, true],
+    ["a container running since before the lock (frozen or cut off)", pod(before, "Running", [running(before)]), taken, false],
+    ["a container running since the lock's second", pod(before, "Running", [running("2026-11-23T10:00:00Z")]), taken, false],
+    ["a pod on a lost node (phase Unknown, statuses as last seen)", pod(before, "Unknown", [running(before)]), taken, false],
+    ["a pod being deleted that still runs", { ...pod(before, "Running", [running(before)]), metadata: { name: "appstack-a", creationTimestamp: new Date(before), deletionTimestamp: new Date() } }, taken, false],
+    ["a pod with no container statuses", pod(before, "Running", []), taken, false],
+    ["a lock with no time, container running", pod(before, "Running", [running(before)]), undefined, false],
+  ];
+  for (const [what, subject, takenAt, gone] of cases) assert.equal(podVerdict("default/appstack-a", subject, takenAt).gone, gone, what);
+  assert.match(podVerdict("default/appstack-a", pod(before, "Running", [running(before)]), taken).why, /pod default\/appstack-a still runs \(since 2026-11-23T09:00:00.000Z\), so its engine may still write the stack/);
 });
