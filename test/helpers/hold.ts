@@ -13,6 +13,8 @@ import { eventually } from "./cluster.ts";
 export interface Hold {
   /** Resolves when a matching write (not a dry run) reaches the webhook and is being held; rejects after a minute without one. */
   readonly held: Promise<void>;
+  /** How many matching writes have reached the webhook so far (each engine that tried sent one). */
+  readonly requests: number;
   /** Lets every held write through, and removes the webhook. */
   release(): Promise<void>;
 }
@@ -34,6 +36,7 @@ export async function holdWrites(local: LocalCluster, resource: keyof typeof gro
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const waiting: Array<() => void> = [];
   let probed = false;
+  let requests = 0;
   let markHeld!: () => void;
   const held = new Promise<void>((resolve, reject) => {
     markHeld = resolve;
@@ -58,6 +61,7 @@ export async function holdWrites(local: LocalCluster, resource: keyof typeof gro
       const { request } = review;
       if (request.dryRun || request.operation !== operation || request.name !== name || request.resource.resource !== resource || request.subResource) return answer();
       if (fieldManager && !fieldManager.test(request.options?.fieldManager ?? "")) return answer();
+      requests++;
       waiting.push(answer);
       markHeld();
     });
@@ -101,6 +105,9 @@ export async function holdWrites(local: LocalCluster, resource: keyof typeof gro
 
   return {
     held,
+    get requests() {
+      return requests;
+    },
     async release() {
       await admission.deleteValidatingWebhookConfiguration({ name: configName });
       for (const answer of waiting.splice(0)) answer();

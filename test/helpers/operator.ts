@@ -40,14 +40,21 @@ process.once("exit", () => {
   for (const cleanUp of atExit) cleanUp();
 });
 
-/** `logDir`: where the operator's log goes, when not beside its state (a pod logs to its own stdout). */
-export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean } = {}): Promise<OperatorProcess> {
+/**
+ * `logDir`: where the operator's log goes, when not beside its state (a pod logs to its own stdout).
+ * `hostname`: the host it and its engines see (a UTS namespace of its own, as a pod has; its
+ * POD_NAME too), so that replicas on this machine take stack locks as replicas in pods do.
+ */
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean; hostname?: string } = {}): Promise<OperatorProcess> {
   if (options.installApi ?? true) await installApi(kubeClients(kubeconfig));
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
   const logFile = join(options.logDir ?? stateDir, `operator-${Date.now()}.log`);
   const healthAddress = options.env?.["APPSTACK_HEALTH_ADDR"] ?? `127.0.0.1:${(await freeLoopbackPorts(1))[0]}`;
   const out = openSync(logFile, "a");
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/main.ts")], {
+  const command = [process.execPath, "--import", "tsx", join(repoRoot, "operator/cmd/main.ts")];
+  // unshare and sh exec what follows: the pid stays the operator's.
+  const [file, ...args] = options.hostname ? ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', options.hostname, ...command] : command;
+  const child = spawn(file!, args, {
     cwd: repoRoot,
     // Its own process group: a crash kills the Pulumi engines it started too, as a pod kill would.
     detached: true,
@@ -60,6 +67,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
       APPSTACK_LOG_LEVEL: "debug",
       APPSTACK_RETRY_BASE_MS: "1000",
       APPSTACK_RETRY_MAX_MS: "10000",
+      ...(options.hostname ? { POD_NAME: options.hostname } : {}),
       ...options.env,
       APPSTACK_HEALTH_ADDR: healthAddress,
     },

@@ -42,15 +42,15 @@ export function processesMentioning(marker: string): number[] {
     .map(Number);
 }
 
-/** The processes under `root` (its whole tree) whose command name is `comm`, now. */
-export function processesUnder(root: number, comm: string): number[] {
+/** The processes under `root` (its whole tree), now; only those whose command name is `comm` when given. */
+export function processesUnder(root: number, comm?: string): number[] {
   const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
   const found: number[] = [];
   const stack = [root];
   while (stack.length) {
     const pid = stack.pop()!;
     for (const child of stats.filter((s) => s.ppid === pid)) {
-      if (child.comm === comm) found.push(child.pid);
+      if (comm === undefined || child.comm === comm) found.push(child.pid);
       stack.push(child.pid);
     }
   }

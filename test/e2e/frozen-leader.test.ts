@@ -1,0 +1,121 @@
+// A leader frozen mid-update (a paused VM: the operator, its engine and its plugins stop; nothing
+// is killed) past its lease, on a state folder shared by every replica. The next leader must not
+// break the frozen leader's stack lock: the frozen engine may resume at any moment and write the
+// stack. Each replica has a hostname of its own, as a pod has, and a pod of that name in the
+// lease's namespace (kwok runs it), which is how the next leader tells whether the holder is gone.
+// - The frozen leader resumes: it finds its lease lost, kills its engine, removes its own lock and
+//   exits; the new leader then finishes the update.
+// - The frozen leader never resumes (killed while frozen): its lock stays while its pod still
+//   runs, and is broken once the pod is gone (the kubelet's or an administrator's word).
+// In both, exactly one engine's write reaches the API server while the holder may live.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, test } from "node:test";
+import { eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { processesUnder } from "../helpers/proctree.ts";
+
+const namespace = "default";
+const hosts = ["appstack-frozen-a", "appstack-frozen-b", "appstack-frozen-c"] as const;
+const replicas: OperatorProcess[] = [];
+const cluster = useCluster(async ({ core }) => {
+  // The replicas' pods, running before any lock is taken.
+  for (const name of hosts) await core.createNamespacedPod({ namespace, body: { metadata: { name }, spec: { containers: [{ name: "operator", image: "appstack:test" }] } } });
+  for (const name of hosts) await eventually(`pod ${name} running`, async () => ((await core.readNamespacedPod({ name, namespace })).status?.containerStatuses?.[0]?.state?.running ? true : undefined));
+});
+after(async () => {
+  // A replica left frozen by a failed test would never answer the SIGTERM that stops it.
+  for (const replica of replicas) if (replica.child.exitCode === null && replica.child.signalCode === null) signalTree(replica, "SIGCONT");
+  for (const replica of replicas) await disposeOperator(replica).catch(() => undefined);
+});
+
+async function startReplica(hostname: string, stateDir?: string): Promise<OperatorProcess> {
+  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, ...(stateDir ? { stateDir } : {}) });
+  replicas.push(replica);
+  return replica;
+}
+
+const leads = async (replica: OperatorProcess) => (metricValue(await httpGet(replica.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_leader") === 1 ? true : undefined);
+
+/** The whole tree of a replica: its process group first, so that nothing new starts meanwhile, then its plugins (groups of their own). */
+function signalTree(replica: OperatorProcess, signal: "SIGSTOP" | "SIGCONT" | "SIGKILL"): void {
+  const root = replica.child.pid!;
+  if (signal !== "SIGCONT") process.kill(-root, signal);
+  for (const pid of [root, ...processesUnder(root)]) process.kill(pid, signal);
+}
+
+/** The hosts named by the stack locks of a state folder. */
+function lockHolders(stateDir: string): string[] {
+  return lockFiles(stateDir)
+    .filter((file) => file.endsWith(".json"))
+    .map((file) => (JSON.parse(readFileSync(file, "utf8")) as { hostname: string }).hostname);
+}
+
+async function stackLocked(workloads: Workloads, name: string, holder: string): Promise<void> {
+  await eventually(`App ${name} to say that ${holder} holds its stack`, async () => {
+    const reconciling = (await workloads.get("App", namespace, name)).status?.conditions?.find((c) => c.type === "Reconciling");
+    return reconciling?.reason === "StackLocked" && reconciling.message.includes(`on ${holder} since`) && reconciling.message.includes(`pod ${namespace}/${holder} still runs`) ? true : undefined;
+  }, 60_000);
+}
+
+async function appliedBy(workloads: Workloads, name: string): Promise<void> {
+  const object = await workloads.ready("App", namespace, name, 120_000);
+  const deployment = await cluster().apps.readNamespacedDeployment({ name, namespace });
+  assert.equal(deployment.spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+  assert.deepEqual(deployment.metadata?.ownerReferences?.map((o) => o.uid), [object.metadata.uid]);
+}
+
+test("a leader frozen mid-update keeps its stack lock until it is provably gone: no second engine writes the stack", { timeout: 10 * 60_000 }, async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const [a, b, c] = hosts;
+  const first = await startReplica(a);
+  await eventually(`${a} to lead`, () => leads(first), 60_000);
+  const second = await startReplica(b, first.stateDir);
+
+  // Frozen, then resumed.
+  const firstHold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "frozen-1");
+  await workloads.create({ kind: "App", metadata: { name: "frozen-1", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await firstHold.held;
+  assert.deepEqual(lockHolders(first.stateDir), [a]);
+  assert.ok(processesUnder(first.child.pid!, "pulumi").length > 0, "the leader's engine is mid-update");
+  signalTree(first, "SIGSTOP");
+  await eventually(`${b} to lead once the frozen leader's lease expires`, () => leads(second), 60_000);
+  await stackLocked(workloads, "frozen-1", a);
+  await eventWithReason(cluster().core, namespace, "frozen-1", "StackLocked", (m) => m.includes(a));
+  assert.deepEqual(lockHolders(first.stateDir), [a], "the frozen leader's lock was broken");
+  assert.equal(firstHold.requests, 1, "a second engine wrote while the frozen one may resume");
+  const exited = new Promise<number | null>((resolve) => first.child.once("exit", (code) => resolve(code)));
+  signalTree(first, "SIGCONT");
+  assert.equal(await exited, 1, "the resumed leader did not give up");
+  assert.ok(!lockHolders(first.stateDir).includes(a), "the resumed leader left its lock");
+  await firstHold.release();
+  await appliedBy(workloads, "frozen-1");
+
+  // Frozen, then killed while frozen: it never resumes.
+  const third = await startReplica(c, first.stateDir);
+  const secondHold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "frozen-2");
+  await workloads.create({ kind: "App", metadata: { name: "frozen-2", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await secondHold.held;
+  signalTree(second, "SIGSTOP");
+  await eventually(`${c} to lead once the frozen leader's lease expires`, () => leads(third), 60_000);
+  await stackLocked(workloads, "frozen-2", b);
+  signalTree(second, "SIGKILL");
+  // Dead, but nothing the new leader can see says so: its pod still shows it running.
+  await sleep(12_000);
+  await stackLocked(workloads, "frozen-2", b);
+  assert.deepEqual(lockHolders(first.stateDir), [b]);
+  assert.equal(secondHold.requests, 1);
+  // What the kubelet does once it has seen the containers dead, or an administrator for a lost node.
+  await cluster().core.deleteNamespacedPod({ name: b, namespace, gracePeriodSeconds: 0 });
+  await eventually("the dead leader's lock to be broken", async () => (lockHolders(first.stateDir).includes(b) ? undefined : true), 60_000);
+  await secondHold.release();
+  await appliedBy(workloads, "frozen-2");
+  await appliedBy(workloads, "frozen-1");
+
+  for (const name of ["frozen-1", "frozen-2"]) await workloads.delete("App", namespace, name);
+  for (const name of ["frozen-1", "frozen-2"]) await workloads.gone("App", namespace, name);
+  await third.stop();
+  assert.deepEqual(lockFiles(first.stateDir), []);
+});
