@@ -22,6 +22,7 @@ import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { answerFromEvents, summaryRecorder } from "./summaries.ts";
 import { killEngines, killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-locks.ts";
+import { repairTornAttributes } from "./torn-writes.ts";
 
 export const projectName = "appstack";
 
@@ -145,6 +146,14 @@ export class StackDriver {
       (cached.workspace as LocalWorkspace).program = program;
       return cached;
     }
+    try {
+      return await this.selectAfresh(name, program);
+    } catch (error) {
+      throw await this.afterFailure(name, error);
+    }
+  }
+
+  private async selectAfresh(name: string, program: PulumiFn): Promise<Stack> {
     const args = { stackName: name, projectName, program };
     const options = await this.workspace();
     let stack: Stack;
@@ -160,7 +169,7 @@ export class StackDriver {
         this.clean.add(name);
       } catch (error) {
         // Stored under a layout the file check does not know: it exists after all.
-        if (!(error instanceof StackAlreadyExistsError)) throw await this.afterFailure(name, error);
+        if (!(error instanceof StackAlreadyExistsError)) throw error;
         stack = await LocalWorkspace.selectStack(args, options);
       }
     }
@@ -196,11 +205,13 @@ export class StackDriver {
   /**
    * A failed operation or stack creation can leave a lock behind that no engine holds: one whose
    * write the disk cut short (a full state folder leaves an empty lock file, which made every later
-   * `stack init` fail with "unexpected end of JSON input" after space returned). Only this driver
-   * runs operations on the stack, and its engine has exited, so any lock it still has is stale.
+   * `stack init` fail with "unexpected end of JSON input" after space returned), or an attributes
+   * file a killed engine tore (torn-writes.ts). A lock is broken only when its holder is gone.
    */
   private async afterFailure(name: string, error: unknown): Promise<unknown> {
-    if (!(error instanceof ConcurrentUpdateError)) await this.breakStaleLocks(name);
+    if (error instanceof ConcurrentUpdateError) return error;
+    repairTornAttributes(this.settings.backendUrl, projectName, this.log, name);
+    await this.breakStaleLocks(name);
     return error;
   }
 
@@ -253,7 +264,7 @@ export class StackDriver {
     try {
       return this.stacks.get(name) ?? answerFromEvents(await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
     } catch (error) {
-      if (!(error instanceof StackNotFoundError)) throw error;
+      if (!(error instanceof StackNotFoundError)) throw await this.afterFailure(name, error);
       return undefined;
     }
   }
@@ -300,7 +311,8 @@ export class StackDriver {
 
   /**
    * Cleans up after a predecessor killed mid-operation: breaks the stale locks on every stack (even
-   * one that needs no further operation) and kills the plugins its engines left running.
+   * one that needs no further operation), removes the attribute files its engines tore, and kills
+   * the plugins they left running.
    */
   async cleanUpAfterPredecessor(): Promise<void> {
     await this.sweep();
@@ -324,9 +336,10 @@ export class StackDriver {
     await this.sweep(stack);
   }
 
-  /** Kills the plugins no engine of ours owns any more, and breaks the stale locks of `stack` (or of every stack). */
+  /** Kills the plugins no engine of ours owns any more; removes torn attribute files and breaks stale locks of `stack` (or of every stack). */
   private async sweep(stack?: string): Promise<void> {
     killOrphanedPlugins(this.settings.pulumiHome, this.log);
+    repairTornAttributes(this.settings.backendUrl, projectName, this.log, stack);
     if (stack) await this.breakStaleLocks(stack);
     else await breakAllStaleLocks(this.settings.backendUrl, projectName, this.log, this.settings.otherHost);
   }

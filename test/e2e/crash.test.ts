@@ -1,7 +1,8 @@
 // Crash safety: the operator is killed (with the Pulumi engines it runs) in the middle of an
-// update and in the middle of a destroy; a new operator on the same state converges on its own.
+// update and in the middle of a destroy; a new operator on the same state converges on its own,
+// also over an attributes file a killed engine tore.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { approveAnnotation } from "../../crds/types.ts";
@@ -100,4 +101,33 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
   assert.equal((await apps.readNamespacedDeployment({ name, namespace: "default" })).status?.readyReplicas, 2);
   assert.deepEqual(lockFiles(stateDir), []);
   assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
+});
+
+test("an attributes file a killed engine tore (empty) is repaired: the object still updates, and still deletes after a restart", async () => {
+  const { cluster: local, apps } = cluster();
+  const workloads = new Workloads(local.kubeconfig);
+  await disposeOperator(operator);
+  operator = await startOperatorProcess(local.kubeconfig);
+  const attrs = join(operator.stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.torn.json.attrs");
+  // What an engine killed between creating the file and writing it leaves (gocloud.dev's fileblob).
+  const tear = () => {
+    assert.ok(existsSync(attrs), `${attrs} is where the checkpoint's attributes are`);
+    truncateSync(attrs, 0);
+  };
+  await workloads.create({ kind: "App", metadata: { name: "torn", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await workloads.ready("App", "default", "torn");
+
+  // Under the running operator, which has the stack selected already.
+  tear();
+  await workloads.mergeSpec("App", "default", "torn", { image: "nginx:1.28" });
+  await workloads.ready("App", "default", "torn");
+  assert.equal((await apps.readNamespacedDeployment({ name: "torn", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.28");
+
+  // Across a restart, on the way out.
+  await operator.stop();
+  tear();
+  operator = await startOperatorProcess(local.kubeconfig, { stateDir: operator.stateDir });
+  await workloads.delete("App", "default", "torn");
+  await workloads.gone("App", "default", "torn");
+  assert.ok(!existsSync(attrs.replace(/\.attrs$/, "")), "the stack is removed with the App");
 });
