@@ -2,6 +2,7 @@
 // a passphrase secrets provider, and nothing ever downloaded. Resolved once, used by every stack.
 import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
 import { kubernetesProviderVersion, toolPath } from "../../toolchain/tools.ts";
 
@@ -14,6 +15,11 @@ export interface EngineSettings {
   readonly passphrase: string;
   /** The cluster the Kubernetes provider talks to; unset means in-cluster or the default rules. */
   readonly kubeconfig?: string;
+}
+
+/** The file backend's own folder (`.pulumi` below the URL's path); undefined for any other backend. */
+export function fileBackendRoot(backendUrl: string): string | undefined {
+  return backendUrl.startsWith("file://") ? join(fileURLToPath(backendUrl), ".pulumi") : undefined;
 }
 
 let command: Promise<PulumiCommand> | undefined;

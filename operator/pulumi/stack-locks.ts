@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, join, relative, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileBackendRoot } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
 
 interface LockInfo {
@@ -83,8 +83,9 @@ function lockFolders(root: string): string[] {
 
 /** Folders of `project`'s stack locks, all or `stack`'s: <org>/<project>/<stack>, or <stack> in older backends. */
 function projectLockFolders(backendUrl: string, project: string, stack?: string): string[] {
-  if (!backendUrl.startsWith("file://")) return [];
-  const root = join(fileURLToPath(backendUrl), ".pulumi", "locks");
+  const backend = fileBackendRoot(backendUrl);
+  if (!backend) return [];
+  const root = join(backend, "locks");
   return lockFolders(root).filter((folder) => {
     const path = relative(root, folder).split(sep);
     if (path.length === 3) return path[1] === project && (stack === undefined || path[2] === stack);

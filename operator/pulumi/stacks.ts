@@ -14,9 +14,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import yaml from "js-yaml";
-import { fileURLToPath } from "node:url";
 import type { StackOperation } from "../../crds/types.ts";
-import { workspaceOptions, type EngineSettings } from "./engine.ts";
+import { fileBackendRoot, workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { answerFromEvents, summaryRecorder } from "./summaries.ts";
@@ -157,7 +156,7 @@ export class StackDriver {
     const args = { stackName: name, projectName, program };
     const options = await this.workspace();
     let stack: Stack;
-    if (!this.settings.backendUrl.startsWith("file://")) {
+    if (!fileBackendRoot(this.settings.backendUrl)) {
       stack = await LocalWorkspace.createOrSelectStack(args, options);
     } else if (await this.exists(name)) {
       stack = await LocalWorkspace.selectStack(args, options);
@@ -346,8 +345,8 @@ export class StackDriver {
 
   /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
   private checkpointBase(name: string): string | undefined {
-    if (!this.settings.backendUrl.startsWith("file://")) return undefined;
-    return join(fileURLToPath(this.settings.backendUrl), ".pulumi", "stacks", projectName, name);
+    const backend = fileBackendRoot(this.settings.backendUrl);
+    return backend && join(backend, "stacks", projectName, name);
   }
 
   /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */

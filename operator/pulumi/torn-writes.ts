@@ -7,7 +7,7 @@
 // is untouched.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileBackendRoot } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
 
 function readable(path: string): boolean {
@@ -24,8 +24,8 @@ function readable(path: string): boolean {
  * stack of `project`, and of the backend's metadata; returns how many it removed.
  */
 export function repairTornAttributes(backendUrl: string, project: string, log: Logger, stack?: string): number {
-  if (!backendUrl.startsWith("file://")) return 0;
-  const root = join(fileURLToPath(backendUrl), ".pulumi");
+  const root = fileBackendRoot(backendUrl);
+  if (!root) return 0;
   const stacks = join(root, "stacks", project);
   const candidates = [join(root, "meta.yaml.attrs")];
   if (existsSync(stacks)) {
