@@ -7,7 +7,7 @@ import {
   StackAlreadyExistsError,
   StackNotFoundError,
   type PulumiFn,
-  type Stack,
+  Stack,
   type UpdateSummary,
 } from "@pulumi/pulumi/automation/index.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -22,6 +22,7 @@ import { answerFromEvents, summaryRecorder } from "./summaries.ts";
 import { killEngines, killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-locks.ts";
 import { repairTornAttributes } from "./torn-writes.ts";
+import { createFromTemplate, loadTemplate, saveTemplate } from "./new-stacks.ts";
 
 export const projectName = "appstack";
 
@@ -153,27 +154,55 @@ export class StackDriver {
   }
 
   private async selectAfresh(name: string, program: PulumiFn): Promise<Stack> {
-    const args = { stackName: name, projectName, program };
-    const options = await this.workspace();
+    const checkpoint = this.checkpointBase(name);
     let stack: Stack;
-    if (!fileBackendRoot(this.settings.backendUrl)) {
-      stack = await LocalWorkspace.createOrSelectStack(args, options);
-    } else if (await this.exists(name)) {
-      stack = await LocalWorkspace.selectStack(args, options);
-    } else {
-      // Known to be new (file backend: cheap to know): created in one Pulumi process instead of a
-      // failed select and a create, and with no pending operations to look for.
-      try {
-        stack = await LocalWorkspace.createStack(args, options);
-        this.clean.add(name);
-      } catch (error) {
-        // Stored under a layout the file check does not know: it exists after all.
-        if (!(error instanceof StackAlreadyExistsError)) throw error;
-        stack = await LocalWorkspace.selectStack(args, options);
-      }
-    }
+    if (!checkpoint) stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, await this.workspace());
+    else if (await this.exists(name)) stack = await this.selectKnown(name, program);
+    else stack = await this.createNew(name, program, `${checkpoint}.json`);
     this.stacks.set(name, answerFromEvents(stack));
     return stack;
+  }
+
+  /**
+   * A stack of the file backend known to be new (cheap to know): made from the template (no
+   * Pulumi process) once the first one made by `stack init` gave it, with no pending operations.
+   */
+  private async createNew(name: string, program: PulumiFn, checkpointPath: string): Promise<Stack> {
+    const template = loadTemplate(this.settings.workDir);
+    if (template) {
+      createFromTemplate(template, this.settings.workDir, checkpointPath, name);
+      this.clean.add(name);
+      return this.selectKnown(name, program);
+    }
+    const args = { stackName: name, projectName, program };
+    try {
+      const stack = await LocalWorkspace.createStack(args, await this.workspace());
+      this.clean.add(name);
+      this.keepAsTemplate(name, checkpointPath);
+      return stack;
+    } catch (error) {
+      // Stored under a layout the file check does not know: it exists after all.
+      if (!(error instanceof StackAlreadyExistsError)) throw error;
+      return LocalWorkspace.selectStack(args, await this.workspace());
+    }
+  }
+
+  private keepAsTemplate(name: string, checkpointPath: string): void {
+    try {
+      if (!saveTemplate(this.settings.workDir, checkpointPath, name)) this.log.warn("a new stack's files are not what appstack expects: every new stack costs a `pulumi stack init`", { stack: name });
+    } catch (error) {
+      this.log.warn("could not keep a new stack's files as the template of new stacks", { stack: name, error: String(error) });
+    }
+  }
+
+  /**
+   * A stack of the file backend that the file check found: `pulumi stack select` would spend a
+   * process only to say so again, and every operation names its stack (`--stack`) anyway.
+   */
+  private async selectKnown(name: string, program: PulumiFn): Promise<Stack> {
+    const workspace = await LocalWorkspace.create({ ...(await this.workspace()), program });
+    workspace.selectStack = () => Promise.resolve();
+    return Stack.select(name, workspace);
   }
 
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
@@ -254,14 +283,18 @@ export class StackDriver {
       return { ...collector.result(), operation };
     } catch (error) {
       if (error instanceof StackNotFoundError) this.stacks.delete(name);
-      throw error;
+      throw await this.afterFailure(name, error);
     }
   }
 
   /** The stack for an operation that runs no program (destroy, state edits); undefined when it does not exist. */
   private async existing(name: string): Promise<Stack | undefined> {
     try {
-      return this.stacks.get(name) ?? answerFromEvents(await LocalWorkspace.selectStack({ stackName: name, projectName, program: () => Promise.resolve() }, await this.workspace()));
+      const cached = this.stacks.get(name);
+      if (cached) return cached;
+      const program = () => Promise.resolve();
+      if (!this.checkpointBase(name)) return answerFromEvents(await LocalWorkspace.selectStack({ stackName: name, projectName, program }, await this.workspace()));
+      return (await this.exists(name)) ? answerFromEvents(await this.selectKnown(name, program)) : undefined;
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw await this.afterFailure(name, error);
       return undefined;
