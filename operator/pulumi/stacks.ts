@@ -208,6 +208,11 @@ export class StackDriver {
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
   private async clearPendingOperations(stack: Stack): Promise<void> {
     if (this.clean.has(stack.name)) return;
+    // The file backend's checkpoint says so without a process (`stack export`): after a restart,
+    // every stack would otherwise cost one more.
+    const base = this.checkpointBase(stack.name);
+    const file = base ? this.checkpointFile(base) : undefined;
+    if (file && !file.latest?.pending_operations?.length) return;
     const state = await stack.exportStack();
     const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
     if (!deployment?.pending_operations?.length) return;
@@ -399,8 +404,13 @@ export class StackDriver {
     if (!base) return this.exists(name);
     if (existsSync(`${base}.json.gz`)) return true;
     if (!existsSync(`${base}.json`)) return false;
-    const checkpoint = JSON.parse(readFileSync(`${base}.json`, "utf8")) as { checkpoint?: { latest?: { resources?: { type: string }[] } } };
-    return (checkpoint.checkpoint?.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
+    return (this.checkpointFile(base)?.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
+  }
+
+  /** The file backend's checkpoint, read directly; undefined when it is absent (or compressed). */
+  private checkpointFile(base: string): { latest?: { resources?: { type: string }[]; pending_operations?: unknown[] } } | undefined {
+    if (!existsSync(`${base}.json`)) return undefined;
+    return (JSON.parse(readFileSync(`${base}.json`, "utf8")) as { checkpoint?: { latest?: { resources?: { type: string }[]; pending_operations?: unknown[] } } }).checkpoint;
   }
 
   /** Removes a stack's state without touching the cluster (the namespace is being deleted). */

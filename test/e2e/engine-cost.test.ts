@@ -1,7 +1,8 @@
 // What one object costs in Pulumi processes, counted exactly: every command the stack driver
-// starts goes through the pinned PulumiCommand, which this test wraps. A new App costs `stack init`
-// and `up`; a spec change `up` alone; a drift repair one `up --refresh`; a delete `destroy` and
-// `stack rm`. Each result is read back from the API server. The Automation API's own follow-up
+// starts goes through the pinned PulumiCommand, which this test wraps. The first new App of a
+// state folder costs `stack init` and `up`, every later one `up` alone (new-stacks.ts); a spec
+// change `up` alone; a drift repair one `up --refresh`; a delete `destroy` and `stack rm`, also
+// after a restart (no `stack select`). Each result is read back from the API server. The Automation API's own follow-up
 // commands (`stack output`, `stack history`) must not appear: the driver answers them from the
 // engine's events.
 import assert from "node:assert/strict";
@@ -17,7 +18,7 @@ import { createLogger } from "../../operator/manager/log.ts";
 import { pulumiCommand } from "../../operator/pulumi/engine.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
 import { prepareWorkDir, StackDriver } from "../../operator/pulumi/stacks.ts";
-import { useCluster } from "../helpers/cluster.ts";
+import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { Workloads } from "../helpers/operator.ts";
 
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-engine-cost-"));
@@ -44,7 +45,7 @@ async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
   return seen;
 }
 
-test("a new App costs `stack init` and `up`, a change `up` alone, a drift repair one `up --refresh`; the API server has each result", async () => {
+test("the first new App costs `stack init` and `up`, later ones `up`, a change `up` alone, a drift repair one `up --refresh`; the API server has each result", async () => {
   const { apps, cluster: c } = cluster();
   const workloads = new Workloads(c.kubeconfig);
   process.env["KUBECONFIG"] = c.kubeconfig;
@@ -68,7 +69,19 @@ test("a new App costs `stack init` and `up`, a change `up` alone, a drift repair
   assert.deepEqual(repaired, ["up --refresh"]);
   assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.replicas, 1);
 
+  const second = (await workloads.create({ kind: "App", metadata: { name: "cost-2", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } })) as App;
+  const createdLater = await commandsDuring(async () => assert.deepEqual((await driver.up("app.default.cost-2", programFor(second), { refresh: false })).resourceChanges, { create: 4 }));
+  assert.deepEqual(createdLater, ["up"], "made from the template: no `stack init`");
+  assert.equal((await apps.readNamespacedDeployment({ name: "cost-2", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+
   const destroyed = await commandsDuring(() => driver.destroy("app.default.cost"));
   assert.deepEqual(destroyed, ["destroy", "stack rm"]);
   await workloads.delete("App", "default", "cost");
+
+  // As after a restart: a new driver finds the stack by its file, with no `stack select`.
+  const restarted = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", kubeconfig: c.kubeconfig, workDir: join(stateDir, "work") }, log);
+  const destroyedAfterRestart = await commandsDuring(() => restarted.destroy("app.default.cost-2"));
+  assert.deepEqual(destroyedAfterRestart, ["destroy", "stack rm"]);
+  await eventually("cost-2's Deployment deleted", async () => (await apps.readNamespacedDeployment({ name: "cost-2", namespace: "default" }).then(() => undefined, (error: unknown) => (isNotFound(error) ? true : undefined))));
+  await workloads.delete("App", "default", "cost-2");
 });
