@@ -63,10 +63,16 @@ export function summarize(children: readonly ChildState[]): Observed {
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
 export class Children {
+  private readonly clients: KubeClients;
+  private readonly watcher: Watcher;
+
   constructor(
-    private readonly clients: KubeClients,
-    private readonly watcher: Watcher,
-  ) {}
+    clients: KubeClients,
+    watcher: Watcher,
+  ) {
+    this.clients = clients;
+    this.watcher = watcher;
+  }
 
   /**
    * The children as the cache has them; what the cache lacks (a child just created, one without

@@ -6,11 +6,14 @@
  * Thrown so that the work queue retries with backoff; nothing else needs to report it again.
  */
 export class ReportedFailure extends Error {
+  readonly reason: string;
+
   constructor(
-    readonly reason: string,
+    reason: string,
     message: string,
   ) {
     super(message);
+    this.reason = reason;
   }
 }
 

@@ -13,10 +13,16 @@ export type EventType = "Normal" | "Warning";
 export class EventRecorder {
   private readonly recent = new Map<string, number>();
 
+  private readonly clients: KubeClients;
+  private readonly log: Logger;
+
   constructor(
-    private readonly clients: KubeClients,
-    private readonly log: Logger,
-  ) {}
+    clients: KubeClients,
+    log: Logger,
+  ) {
+    this.clients = clients;
+    this.log = log;
+  }
 
   record(object: Workload, type: EventType, reason: string, message: string): void {
     const key = `${object.metadata.uid}/${reason}/${message}`;

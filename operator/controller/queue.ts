@@ -45,10 +45,15 @@ export class WorkQueue {
   private stopped = false;
   private paused: boolean;
 
+  private readonly handler: Handler;
+  private readonly options: QueueOptions;
+
   constructor(
-    private readonly handler: Handler,
-    private readonly options: QueueOptions,
+    handler: Handler,
+    options: QueueOptions,
   ) {
+    this.handler = handler;
+    this.options = options;
     this.clock = options.clock ?? systemClock;
     this.paused = options.paused ?? false;
   }

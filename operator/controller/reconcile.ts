@@ -77,7 +77,10 @@ export class Reconciler {
 
   private readonly children: Children;
 
-  constructor(private readonly deps: ReconcilerDeps) {
+  private readonly deps: ReconcilerDeps;
+
+  constructor(deps: ReconcilerDeps) {
+    this.deps = deps;
     this.children = new Children(deps.clients, deps.watcher);
   }
 

@@ -29,12 +29,21 @@ export class Watcher {
   private readonly seen = new Map<string, string>();
   private stopped = false;
 
+  private readonly clients: KubeClients;
+  private readonly namespaces: Namespaces;
+  private readonly enqueue: (key: string) => void;
+  private readonly log: Logger;
+
   constructor(
-    private readonly clients: KubeClients,
-    private readonly namespaces: Namespaces,
-    private readonly enqueue: (key: string) => void,
-    private readonly log: Logger,
+    clients: KubeClients,
+    namespaces: Namespaces,
+    enqueue: (key: string) => void,
+    log: Logger,
   ) {
+    this.clients = clients;
+    this.namespaces = namespaces;
+    this.enqueue = enqueue;
+    this.log = log;
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
       for (const kind of workloadKinds) {

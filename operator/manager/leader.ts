@@ -43,12 +43,22 @@ export class LeaderElector {
   /** The last lease call failed: this replica cannot tell who leads (readiness says so). */
   lastError: string | undefined;
 
+  private readonly api: LeaseApi;
+  private readonly settings: LeaseSettings;
+  private readonly log: Logger;
+  private readonly now: () => number;
+
   constructor(
-    private readonly api: LeaseApi,
-    private readonly settings: LeaseSettings,
-    private readonly log: Logger,
-    private readonly now: () => number = Date.now,
-  ) {}
+    api: LeaseApi,
+    settings: LeaseSettings,
+    log: Logger,
+    now: () => number = Date.now,
+  ) {
+    this.api = api;
+    this.settings = settings;
+    this.log = log;
+    this.now = now;
+  }
 
   /** Resolves once this process holds the lease (or rejects when stopped first). Errors never end the contest. */
   async acquire(): Promise<void> {

@@ -8,7 +8,11 @@ import { join } from "node:path";
 const planIdPattern = /^[0-9a-f]{12}$/;
 
 export class PlanStore {
-  constructor(private readonly dir: string) {}
+  private readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
 
   /** Where the engine should write the next plan of `stack`. */
   draft(stack: string): string {

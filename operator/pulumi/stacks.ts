@@ -40,8 +40,11 @@ export function prepareWorkDir(workDir: string, backendUrl: string): string {
 
 /** The operation failed; the message is the engine's own. */
 export class StackOperationFailed extends Error {
-  constructor(readonly operation: StackOperation) {
+  readonly operation: StackOperation;
+
+  constructor(operation: StackOperation) {
     super(operation.message ?? `${operation.kind} failed`);
+    this.operation = operation;
   }
 }
 
@@ -50,11 +53,14 @@ export class StackBusy extends Error {}
 
 /** The operation did not finish within its deadline: it was cancelled (killed if it had to be) and its stack unlocked. */
 export class OperationTimedOut extends StackOperationFailed {
+  readonly deadlineMs: number;
+
   constructor(
     operation: StackOperation,
-    readonly deadlineMs: number,
+    deadlineMs: number,
   ) {
     super(operation);
+    this.deadlineMs = deadlineMs;
   }
 }
 
@@ -96,6 +102,13 @@ export interface OperationObserver {
   finished(kind: StackOperation["kind"], result: StackOperation["result"], seconds: number): void;
 }
 
+export type StackDriverSettings = EngineSettings & {
+  readonly workDir: string;
+  readonly operationTimeoutMs?: number;
+  /** Proves another host's engines gone (another replica's pod); without it, other hosts' locks stay. */
+  readonly otherHost?: HolderCheck;
+};
+
 export class StackDriver {
   /** Stacks selected once in this process: selecting again would start a Pulumi process per operation. */
   private readonly stacks = new Map<string, Stack>();
@@ -105,16 +118,19 @@ export class StackDriver {
    */
   private readonly clean = new Set<string>();
 
+  private readonly settings: StackDriverSettings;
+  private readonly log: Logger;
+  private readonly observer?: OperationObserver;
+
   constructor(
-    private readonly settings: EngineSettings & {
-      readonly workDir: string;
-      readonly operationTimeoutMs?: number;
-      /** Proves another host's engines gone (another replica's pod); without it, other hosts' locks stay. */
-      readonly otherHost?: HolderCheck;
-    },
-    private readonly log: Logger,
-    private readonly observer?: OperationObserver,
-  ) {}
+    settings: StackDriverSettings,
+    log: Logger,
+    observer?: OperationObserver,
+  ) {
+    this.settings = settings;
+    this.log = log;
+    this.observer = observer;
+  }
 
   private async workspace() {
     // The shared work folder already holds Pulumi.yaml: not passing project settings keeps

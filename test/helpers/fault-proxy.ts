@@ -17,10 +17,16 @@ export class FaultProxy {
   private fault: Fault = "none";
   private readonly pairs = new Set<Pair>();
 
+  private readonly server: Server;
+  readonly port: number;
+
   private constructor(
-    private readonly server: Server,
-    readonly port: number,
-  ) {}
+    server: Server,
+    port: number,
+  ) {
+    this.server = server;
+    this.port = port;
+  }
 
   /** Listens on a free loopback port, forwarding to `target`. */
   static async start(target: { host: string; port: number }): Promise<FaultProxy> {
