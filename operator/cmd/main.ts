@@ -4,10 +4,16 @@ import { createLogger } from "../manager/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags } from "./flags.ts";
+import { setFlagsFromString } from "node:v8";
 
 export const operatorUsage = `usage: appstack operator [flags]\n${operatorFlagsUsage}`;
 
 export async function runOperator(argv: readonly string[]): Promise<void> {
+  // V8 otherwise lets the heap grow to several times what is live before it collects: 100 new Apps
+  // took the operator to 470 MiB RSS with 100 MiB live. Favouring size holds it near 220 MiB at no
+  // measurable cost in time (the engines, not this process, set the pace). It is a GC heuristic V8
+  // reads as it runs, so setting it here works; NODE_OPTIONS does not accept it.
+  setFlagsFromString("--optimize-for-size");
   const config = loadConfig(parseFlags(argv, operatorOptions, operatorUsage));
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const service = await startService(config, log);

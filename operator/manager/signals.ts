@@ -5,7 +5,7 @@
 // killed the process in the middle of its graceful shutdown.
 //
 // One Ctrl-C can arrive more than once: the terminal sends SIGINT to the whole foreground group,
-// and the wrappers in it (npm, tsx) forward the one they received to their child as well, a few
+// and the wrappers in it (npm; tsx, where it runs) forward the one they received to their child as well, a few
 // milliseconds later. Copies within `sameSignalMs` are that one keypress; a person's second
 // Ctrl-C comes later.
 import type { Logger } from "./log.ts";

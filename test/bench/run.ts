@@ -38,6 +38,8 @@ interface Round {
   /** Pulumi CLI processes seen and CPU seconds of the reaped children (engines, plugins) during the round. */
   readonly pulumiProcesses: number;
   readonly childCpuSeconds: number;
+  /** appstack only: its Pulumi operations and failed reconciles during the round, by label, from its metrics. */
+  readonly operations?: string;
 }
 
 interface Measured {
@@ -50,6 +52,7 @@ interface Measured {
   readonly cpuChildren: number;
   readonly peakOwnMiB: number;
   readonly peakTreeMiB: number;
+  readonly peakTreePssMiB: number;
   readonly pulumiProcesses: number;
   readonly idlePulumiProcesses?: number;
   /** Resyncs and reconciles during the idle period (from the operator's metrics). */
@@ -64,8 +67,15 @@ function percentile(sorted: number[], p: number): number {
 const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } as const;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
+/** The operator's metrics; empty for the baseline, which has none. */
+async function scrape(metricsPort: number | undefined): Promise<string> {
+  return metricsPort ? (await httpGet(metricsPort, "/metrics")).body : "";
+}
+
 /** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
-async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, sampler: ProcessTreeSampler): Promise<Round> {
+async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, sampler: ProcessTreeSampler, metricsPort?: number): Promise<Round> {
+  const metrics = () => scrape(metricsPort);
+  const metricsBefore = await metrics();
   sampler.resetPulumiCount();
   const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
   const written = new Map<string, { at: number; generation: number }>();
@@ -93,17 +103,25 @@ async function writeAndWait(clients: KubeClients, namespace: string, names: stri
     p95: percentile(perObject, 95),
     pulumiProcesses: sampler.pulumiProcesses,
     childCpuSeconds: (sampler.cpuSeconds()?.children ?? 0) - cpuBefore,
+    ...(metricsPort ? { operations: countersBetween(metricsBefore, await metrics(), ["appstack_pulumi_operations_total", "appstack_reconcile_errors_total"]) } : {}),
   };
+}
+
+/** What each labelled series of the counters `names` grew by between two scrapes, as "labels +n". */
+function countersBetween(before: string, after: string, names: string[]): string {
+  const series = (body: string) => new Map(body.split("\n").filter((line) => names.some((name) => line.startsWith(`${name}{`))).map((line) => [line.slice(0, line.lastIndexOf(" ")), Number(line.slice(line.lastIndexOf(" ") + 1))]));
+  const old = series(before);
+  return [...series(after)].map(([key, value]) => [key, value - (old.get(key) ?? 0)] as const).filter(([, grew]) => grew > 0).map(([key, grew]) => `${key.replace(/^appstack_/, "")} +${grew}`).join(", ") || "none";
 }
 
 const appNames = (n: number) => Array.from({ length: n }, (_, i) => `app-${i}`);
 
-async function applyAndWait(clients: KubeClients, namespace: string, n: number, sampler: ProcessTreeSampler): Promise<Round> {
+async function applyAndWait(clients: KubeClients, namespace: string, n: number, sampler: ProcessTreeSampler, metricsPort?: number): Promise<Round> {
   await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
   return writeAndWait(clients, namespace, appNames(n), (name) => clients.custom.createNamespacedCustomObject({
     ...appsApi, namespace,
     body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
-  }), sampler);
+  }), sampler, metricsPort);
 }
 
 function setImage(clients: KubeClients, namespace: string, image: string): (name: string) => Promise<unknown> {
@@ -119,12 +137,12 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   const rounds: Round[] = [];
   let pulumiProcesses = 0;
   for (const n of sizes) {
-    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, sampler));
+    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, sampler, metricsPort));
     pulumiProcesses += rounds.at(-1)!.pulumiProcesses;
     console.error(`${label}: ${n} Apps Ready in ${rounds.at(-1)!.totalSeconds.toFixed(1)} s`);
   }
   const largest = sizes.at(-1)!;
-  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), sampler);
+  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), sampler, metricsPort);
   console.error(`${label}: ${largest} Apps given a new image, all rolled out in ${update.totalSeconds.toFixed(1)} s`);
   const single: number[] = [];
   for (let i = 0; i < singleRuns; i++) {
@@ -135,10 +153,11 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   const cpu = sampler.cpuSeconds() ?? { own: 0, children: 0 };
   const peakOwnMiB = sampler.peakRootKiB / 1024;
   const peakTreeMiB = sampler.peakTreeKiB / 1024;
+  const peakTreePssMiB = sampler.peakTreePssKiB / 1024;
   await afterRounds?.();
   let idle: Pick<Measured, "idlePulumiProcesses" | "idleResyncs" | "idleReconciles"> = {};
   if (withIdle) {
-    const metrics = async () => (metricsPort ? (await httpGet(metricsPort, "/metrics")).body : "");
+    const metrics = () => scrape(metricsPort);
     const before = await metrics();
     sampler.resetPulumiCount();
     await sleep(idleSeconds * 1000);
@@ -149,11 +168,11 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   sampler.stop();
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
-  return { rounds, update, single, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, pulumiProcesses, ...idle };
+  return { rounds, update, single, cpuOwn: cpu.own, cpuChildren: cpu.children, peakOwnMiB, peakTreeMiB, peakTreePssMiB, pulumiProcesses, ...idle };
 }
 
 function node(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", join(repoRoot, script)], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...env } });
+  return spawn(process.execPath, [join(repoRoot, script)], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...env } });
 }
 
 async function deleteNamespaces(clients: KubeClients, label: string): Promise<void> {
@@ -177,6 +196,7 @@ function table(appstack: Measured, baseline: Measured): string {
     `| CPU seconds, processes it started (Pulumi CLI and provider) | ${f(appstack.cpuChildren)} | ${f(baseline.cpuChildren)} | - |`,
     `| peak RSS, operator process | ${f(appstack.peakOwnMiB, 0)} MiB | ${f(baseline.peakOwnMiB, 0)} MiB | ${f(appstack.peakOwnMiB / baseline.peakOwnMiB)}x |`,
     `| peak RSS, operator and everything it started | ${f(appstack.peakTreeMiB, 0)} MiB | ${f(baseline.peakTreeMiB, 0)} MiB | ${f(appstack.peakTreeMiB / baseline.peakTreeMiB)}x |`,
+    `| peak PSS (shared pages counted once), operator and everything it started | ${f(appstack.peakTreePssMiB, 0)} MiB | ${f(baseline.peakTreePssMiB, 0)} MiB | ${f(appstack.peakTreePssMiB / baseline.peakTreePssMiB)}x |`,
     `| Pulumi processes started while applying | ${appstack.pulumiProcesses} | 0 | - |`,
     `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, previewCount)} Apps (${previewCount} of them with updatePolicy Preview), resync every ${resyncSeconds} s: ${appstack.idleResyncs ?? "-"} resyncs, ${appstack.idleReconciles ?? "-"} reconciles | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
   ].join("\n");
@@ -297,6 +317,7 @@ async function main(): Promise<void> {
     const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
     console.log(targetTable(appstack, baseline));
+    console.log(`\nWhat appstack's Pulumi operations were (from its metrics): ${sizes.at(-1)} new Apps: ${appstack.rounds.at(-1)!.operations ?? "-"}; the new image: ${appstack.update.operations ?? "-"}.`);
     console.log(`\n${table(appstack, baseline)}`);
     console.log(`\n${sweepTable(swept)}`);
     if (drift) console.log(`\n${driftTable(drift)}`);

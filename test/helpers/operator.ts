@@ -51,7 +51,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   const logFile = join(options.logDir ?? stateDir, `operator-${Date.now()}.log`);
   const healthAddress = options.env?.["APPSTACK_HEALTH_ADDR"] ?? `127.0.0.1:${(await freeLoopbackPorts(1))[0]}`;
   const out = openSync(logFile, "a");
-  const command = [process.execPath, "--import", "tsx", join(repoRoot, "operator/cmd/main.ts")];
+  const command = [process.execPath, join(repoRoot, "operator/cmd/main.ts")];
   // unshare and sh exec what follows: the pid stays the operator's.
   const [file, ...args] = options.hostname ? ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', options.hostname, ...command] : command;
   const child = spawn(file!, args, {

@@ -28,6 +28,14 @@ function readStat(pid: number): Stat | undefined {
   }
 }
 
+function readPssKiB(pid: number): number {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0; // gone between the listing and the read
+  }
+}
+
 /** Processes whose command line mentions `marker`, found the way `ps` would. */
 export function processesMentioning(marker: string): number[] {
   return readdirSync("/proc")
@@ -60,12 +68,23 @@ export function processesUnder(root: number, comm?: string): number[] {
 export class ProcessTreeSampler {
   peakRootKiB = 0;
   peakTreeKiB = 0;
+  /**
+   * The tree's peak PSS: each page shared by several processes (the Pulumi CLI's and the provider's
+   * code, mapped by every copy) counted once in all, where the sum of RSS counts it per process.
+   * Sampled every tenth time: reading smaps_rollup walks a process's page tables.
+   */
+  peakTreePssKiB = 0;
+  private samples = 0;
   /** The root's RSS at the last sample. */
   rootKiB = 0;
   private readonly pulumiPids = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly root: number) {}
+  private readonly root: number;
+
+  constructor(root: number) {
+    this.root = root;
+  }
 
   start(intervalMs = 100): void {
     this.timer = setInterval(() => this.sample(), intervalMs);
@@ -97,15 +116,19 @@ export class ProcessTreeSampler {
     const rootStat = stats.find((s) => s.pid === this.root);
     if (!rootStat) return;
     let total = 0;
+    let pss = 0;
+    const withPss = this.samples++ % 10 === 0;
     const stack = [rootStat];
     while (stack.length) {
       const s = stack.pop()!;
       total += s.rssKiB;
+      if (withPss) pss += readPssKiB(s.pid);
       if (s.comm === "pulumi") this.pulumiPids.add(s.pid);
       stack.push(...(children.get(s.pid) ?? []));
     }
     this.rootKiB = rootStat.rssKiB;
     this.peakRootKiB = Math.max(this.peakRootKiB, rootStat.rssKiB);
     this.peakTreeKiB = Math.max(this.peakTreeKiB, total);
+    this.peakTreePssKiB = Math.max(this.peakTreePssKiB, pss);
   }
 }
