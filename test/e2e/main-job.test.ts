@@ -98,7 +98,7 @@ test("the main job with --samples, as a newcomer runs it twice: kubectl from the
   assert.ok(code === 0 || code === null, printed.split("\n").slice(-20).join("\n"));
   // The terminal's Ctrl-C reached the operator, not the API server: the operator stopped first and
   // could still hand its lease back, then the cluster went. The copies of that one Ctrl-C that
-  // npm and tsx forward are not a second one.
+  // npm forwards are not a second one.
   assert.match(printed, /released the lease/);
   assert.match(printed, /local cluster stopped and removed/);
   assert.doesNotMatch(printed, /second signal/);
