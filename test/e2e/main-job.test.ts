@@ -1,5 +1,5 @@
 // The main job as a newcomer runs it: `npm start -- --samples` in a terminal (its own process
-// group, so a Ctrl-C reaches npm, tsx and the operator at once, as a terminal's does), kubectl in
+// group, so a Ctrl-C reaches npm and the operator at once, as a terminal's does), kubectl in
 // another with the lines it prints, Ctrl-C; then `npm start` again in the terminal that still
 // exports the first run's KUBECONFIG, stopped with two Ctrl-Cs. Each run has a new local cluster,
 // and nothing of it may be left once it has stopped.
