@@ -1,17 +1,19 @@
 // How appstack runs the Pulumi engine: the pinned CLI and provider from the toolchain, a backend,
-// a passphrase secrets provider, and nothing ever downloaded. Resolved once, used by every stack.
+// the operator's own key service for the stacks' secrets, and nothing ever downloaded. Resolved
+// once, used by every stack.
 import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
 import { kubernetesProviderVersion, toolPath } from "../../toolchain/tools.ts";
+import { secretsProviderUrl, startKeyService, type KeyService } from "./key-service.ts";
 
 export interface EngineSettings {
   /** Any Pulumi backend URL; `file://<dir>` by default. */
   readonly backendUrl: string;
   /** The engine's own state (plugins, credentials): kept apart from the user's ~/.pulumi. */
   readonly pulumiHome: string;
-  /** Encrypts stack secrets (passphrase secrets provider). */
+  /** Encrypts stack secrets: the key service derives its key from it (see key-service.ts). */
   readonly passphrase: string;
   /** The cluster the Kubernetes provider talks to; unset means in-cluster or the default rules. */
   readonly kubeconfig?: string;
@@ -46,18 +48,33 @@ export function installProviderPlugin(pulumiHome: string): void {
   symlinkSync(target, binary);
 }
 
+const keyServices = new Map<string, Promise<KeyService>>();
+
+/** The key service of `passphrase`: one per passphrase and process, started on first use. */
+export function keyServiceFor(passphrase: string): Promise<KeyService> {
+  let service = keyServices.get(passphrase);
+  if (!service) {
+    service = startKeyService(passphrase);
+    keyServices.set(passphrase, service);
+    service.catch(() => keyServices.delete(passphrase)); // the next operation tries again
+  }
+  return service;
+}
+
 export async function workspaceOptions(settings: EngineSettings, projectName: string): Promise<LocalWorkspaceOptions> {
   installProviderPlugin(settings.pulumiHome);
   return {
     pulumiCommand: await pulumiCommand(),
     pulumiHome: settings.pulumiHome,
-    secretsProvider: "passphrase",
+    secretsProvider: secretsProviderUrl,
     projectSettings: { name: projectName, runtime: "nodejs", backend: { url: settings.backendUrl } },
     envVars: {
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       PULUMI_SKIP_UPDATE_CHECK: "true",
       PULUMI_BACKEND_URL: settings.backendUrl,
+      // Stacks made before the key service still use the passphrase provider.
       PULUMI_CONFIG_PASSPHRASE: settings.passphrase,
+      ...(await keyServiceFor(settings.passphrase)).env,
       ...(settings.kubeconfig ? { KUBECONFIG: settings.kubeconfig } : {}),
     },
   };

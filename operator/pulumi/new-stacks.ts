@@ -1,15 +1,17 @@
 // New stacks of the file backend, made without a Pulumi process. `pulumi stack init` is a whole CLI
-// process (about 0.4 CPU s, most of it deriving the passphrase key: PBKDF2 with 1,000,000
-// iterations) that writes two small files: the stack's checkpoint, which holds no resources yet
-// and the passphrase provider's salt, and its settings file beside Pulumi.yaml, which holds the
-// same salt. So the first new stack of a workspace is made by `stack init`, and its two files as
-// Pulumi wrote them become the template of every later one, which differs only in its name and
-// time. Every stack then shares one salt, so one key: they already share one passphrase, and
-// AES-GCM's random nonces keep reuse of a key safe. Neither file's layout is documented by Pulumi:
+// process that writes two small files: the stack's checkpoint, which holds no resources yet and
+// the secrets provider's state (its URL and the stack's data key, wrapped by the key service),
+// and its settings file beside Pulumi.yaml, which holds the same. So the first new stack of a
+// workspace is made by `stack init`, and its two files as Pulumi wrote them become the template of
+// every later one, which differs only in its name and time. Every stack then shares one data key:
+// they already share one passphrase, and AES-GCM's random nonces keep reuse of a key safe. A
+// template of another secrets provider (the passphrase provider, before the key service) is not
+// used: the next `stack init` replaces it. Neither file's layout is documented by Pulumi:
 // test/unit/new-stacks.test.ts runs the pinned CLI on a stack made here (select, up with a
 // secret, export), so an upgrade that changes them fails there.
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import yaml from "js-yaml";
 
 export interface NewStackTemplate {
   /** The checkpoint `stack init` wrote, as JSON. */
@@ -38,11 +40,13 @@ function writeAtomically(path: string, content: string): void {
   }
 }
 
-/** The template the workspace keeps, if any. */
-export function loadTemplate(workDir: string): NewStackTemplate | undefined {
+/** The template the workspace keeps, if any, for stacks whose secrets provider is `secretsProvider`. */
+export function loadTemplate(workDir: string, secretsProvider: string): NewStackTemplate | undefined {
   if (!existsSync(templateFile(workDir))) return undefined;
   try {
-    return JSON.parse(readFileSync(templateFile(workDir), "utf8")) as NewStackTemplate;
+    const template = JSON.parse(readFileSync(templateFile(workDir), "utf8")) as NewStackTemplate;
+    const settings = yaml.load(template.settings) as { secretsprovider?: string } | null;
+    return settings?.secretsprovider === secretsProvider ? template : undefined;
   } catch {
     return undefined; // torn by a kill: the next `stack init` writes it again
   }

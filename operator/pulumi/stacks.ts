@@ -23,6 +23,7 @@ import { killEngines, killOrphanedPlugins } from "./orphans.ts";
 import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-locks.ts";
 import { repairTornAttributes } from "./torn-writes.ts";
 import { createFromTemplate, loadTemplate, saveTemplate } from "./new-stacks.ts";
+import { secretsProviderUrl } from "./key-service.ts";
 
 export const projectName = "appstack";
 
@@ -184,7 +185,7 @@ export class StackDriver {
    * Pulumi process) once the first one made by `stack init` gave it, with no pending operations.
    */
   private async createNew(name: string, program: PulumiFn, checkpointPath: string): Promise<Stack> {
-    const template = loadTemplate(this.settings.workDir);
+    const template = loadTemplate(this.settings.workDir, secretsProviderUrl);
     if (template) {
       createFromTemplate(template, this.settings.workDir, checkpointPath, name);
       this.clean.add(name);

@@ -1,16 +1,20 @@
 // New stacks of the file backend made from a template instead of `pulumi stack init`: the pinned
 // CLI must take them for stacks it made itself (select, list, up with a secret, outputs, destroy
 // and remove). No cluster: the program only exports outputs. Fails when a Pulumi upgrade changes
-// what a new stack's files look like.
+// what a new stack's files look like. Stacks made before the key service, with the passphrase
+// provider, keep working beside them.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import { createLogger } from "../../operator/manager/log.ts";
+import { keyServiceFor } from "../../operator/pulumi/engine.ts";
+import { secretsProviderUrl } from "../../operator/pulumi/key-service.ts";
 import { loadTemplate, stackSettingsFile } from "../../operator/pulumi/new-stacks.ts";
 import { prepareWorkDir, projectName, StackDriver } from "../../operator/pulumi/stacks.ts";
 import { toolPath } from "../../toolchain/tools.ts";
@@ -26,20 +30,29 @@ const secretValue = "the-secret-value-4711";
 const program = () => Promise.resolve({ greeting: "hello", secret: pulumi.secret(secretValue) });
 const checkpoint = (stack: string) => join(dir, "backend", ".pulumi", "stacks", projectName, `${stack}.json`);
 
-/** The pinned CLI, as a person would run it on the operator's state. */
-function cli(...args: string[]): string {
-  return execFileSync(toolPath("pulumi"), [...args, "--non-interactive"], {
-    cwd: workDir,
-    encoding: "utf8",
-    env: { ...process.env, PULUMI_BACKEND_URL: backendUrl, PULUMI_HOME: settings.pulumiHome, PULUMI_CONFIG_PASSPHRASE: settings.passphrase, PULUMI_SKIP_UPDATE_CHECK: "true" },
-  });
+/** The pinned CLI, as a person would run it on the operator's state (asynchronous: the key service answers it from this process). */
+async function cli(...args: string[]): Promise<string> {
+  const keys = await keyServiceFor(settings.passphrase);
+  const env = { ...process.env, ...keys.env, PULUMI_BACKEND_URL: backendUrl, PULUMI_HOME: settings.pulumiHome, PULUMI_CONFIG_PASSPHRASE: settings.passphrase, PULUMI_SKIP_UPDATE_CHECK: "true" };
+  return (await promisify(execFile)(toolPath("pulumi"), [...args, "--non-interactive"], { cwd: workDir, encoding: "utf8", env })).stdout;
 }
+
+test("a stack made with the passphrase provider, before the key service, keeps working, and its template is not used", async () => {
+  await cli("stack", "init", "older", "--secrets-provider", "passphrase");
+  assert.match(readFileSync(stackSettingsFile(workDir, "older"), "utf8"), /^encryptionsalt: v1:/);
+  // What an earlier appstack kept as its template: a passphrase stack's files.
+  writeFileSync(join(workDir, "new-stack-template.json"), JSON.stringify({ checkpoint: readFileSync(checkpoint("older"), "utf8"), settings: readFileSync(stackSettingsFile(workDir, "older"), "utf8") }));
+  assert.equal(loadTemplate(workDir, secretsProviderUrl), undefined);
+  await driver.up("older", program, { refresh: false });
+  assert.deepEqual(JSON.parse(await cli("stack", "output", "--json", "--show-secrets", "--stack", "older")), { greeting: "hello", secret: secretValue });
+  await driver.destroy("older");
+});
 
 test("a stack made from the template is one the pinned CLI takes for its own", async () => {
   await driver.up("first", program, { refresh: false });
-  const template = loadTemplate(workDir);
+  const template = loadTemplate(workDir, secretsProviderUrl);
   assert.ok(template, "the first new stack, made by `stack init`, left the template");
-  assert.match(template.settings, /^encryptionsalt: v1:/);
+  assert.match(template.settings, /^secretsprovider: hashivault:\/\/appstack\nencryptedkey: /);
 
   await driver.up("second", program, { refresh: false });
   // `stack init` would have drawn a salt of its own: the same settings prove the template made it.
@@ -47,17 +60,17 @@ test("a stack made from the template is one the pinned CLI takes for its own", a
   assert.equal((JSON.parse(readFileSync(checkpoint("second"), "utf8")) as { checkpoint: { stack: string } }).checkpoint.stack, `organization/${projectName}/second`);
   assert.ok(!readFileSync(checkpoint("second"), "utf8").includes(secretValue), "the secret is stored encrypted");
 
-  const listed = (JSON.parse(cli("stack", "ls", "--json")) as { name: string }[]).map((s) => s.name).sort();
+  const listed = (JSON.parse(await cli("stack", "ls", "--json")) as { name: string }[]).map((s) => s.name).sort();
   assert.deepEqual(listed, ["first", "second"]);
-  cli("stack", "select", "second");
-  assert.deepEqual(JSON.parse(cli("stack", "output", "--json", "--show-secrets", "--stack", "second")), { greeting: "hello", secret: secretValue });
+  await cli("stack", "select", "second");
+  assert.deepEqual(JSON.parse(await cli("stack", "output", "--json", "--show-secrets", "--stack", "second")), { greeting: "hello", secret: secretValue });
 
   // A second operation on it, and its removal, as on any stack.
   await driver.up("second", () => Promise.resolve({ greeting: "again", secret: pulumi.secret(secretValue) }), { refresh: false });
-  assert.equal((JSON.parse(cli("stack", "output", "--json", "--stack", "second")) as { greeting: string }).greeting, "again");
+  assert.equal((JSON.parse(await cli("stack", "output", "--json", "--stack", "second")) as { greeting: string }).greeting, "again");
   await driver.destroy("second");
   assert.ok(!existsSync(checkpoint("second")));
   assert.ok(!existsSync(stackSettingsFile(workDir, "second")), "`stack rm` removed its settings file");
   assert.equal(await driver.exists("second"), false);
-  assert.deepEqual((JSON.parse(cli("stack", "ls", "--json")) as { name: string }[]).map((s) => s.name), ["first"]);
+  assert.deepEqual((JSON.parse(await cli("stack", "ls", "--json")) as { name: string }[]).map((s) => s.name), ["first"]);
 });
