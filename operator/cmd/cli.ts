@@ -9,6 +9,7 @@ import { UsageError } from "./flags.ts";
 import { runOperator } from "./main.ts";
 import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
+import { runStacksCli } from "./stacks-cli.ts";
 import { runMainJob } from "./run.ts";
 
 const usage = `usage: appstack <command>
@@ -18,6 +19,8 @@ const usage = `usage: appstack <command>
                          what the operator would do with the objects in FILE, changing nothing;
                          exit 0 no changes, 2 changes, 1 error
   pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy)
+  stacks <args>          the pinned Pulumi CLI on the operator's own stacks (stack ls, stack export, ...),
+                         with their secrets' key service; the state as the operator finds it
   kubectl <args>         the pinned kubectl, against KUBECONFIG
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
@@ -33,6 +36,10 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   pulumi: (args) => {
     buildToolchain();
     return runPulumiCli(args);
+  },
+  stacks: (args) => {
+    buildToolchain(() => undefined);
+    return runStacksCli(args);
   },
   kubectl: (args) => {
     buildToolchain(() => undefined);

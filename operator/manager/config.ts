@@ -45,6 +45,11 @@ export function defaultConcurrency(): number {
   return Math.max(2, availableParallelism());
 }
 
+/** The engine's own folders inside the state folder: its home (plugins, logs) and the stacks' workspace. */
+export function engineFolders(stateDir: string): { pulumiHome: string; workDir: string } {
+  return { pulumiHome: join(stateDir, "pulumi-home"), workDir: join(stateDir, "workspace") };
+}
+
 /** The operator's flags, each also an environment variable (see loadConfig); for node:util parseArgs. */
 export const operatorOptions = {
   kubeconfig: { type: "string" },

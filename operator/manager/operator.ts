@@ -1,6 +1,6 @@
 // The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
 import { join } from "node:path";
-import type { OperatorConfig } from "./config.ts";
+import { engineFolders, type OperatorConfig } from "./config.ts";
 import { redactUrl } from "./redact.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { kubeClients, type KubeClients } from "../kube/clients.ts";
@@ -25,12 +25,13 @@ export interface RunningOperator {
 
 export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
+  const { pulumiHome, workDir } = engineFolders(config.stateDir);
   const driver = new StackDriver(
     {
       backendUrl: config.backendUrl,
       passphrase: config.passphrase,
-      pulumiHome: join(config.stateDir, "pulumi-home"),
-      workDir: prepareWorkDir(join(config.stateDir, "workspace"), config.backendUrl),
+      pulumiHome,
+      workDir: prepareWorkDir(workDir, config.backendUrl),
       operationTimeoutMs: config.operationTimeoutMs,
       // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.
       ...(config.leaderElection ? { otherHost: peerPodCheck(clients.core, config.leaderElection.namespace) } : {}),

@@ -12,29 +12,30 @@ import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
+import { engineFolders } from "../../operator/manager/config.ts";
 import { createLogger } from "../../operator/manager/log.ts";
-import { keyServiceFor } from "../../operator/pulumi/engine.ts";
 import { secretsProviderUrl } from "../../operator/pulumi/key-service.ts";
 import { loadTemplate, stackSettingsFile } from "../../operator/pulumi/new-stacks.ts";
 import { prepareWorkDir, projectName, StackDriver } from "../../operator/pulumi/stacks.ts";
-import { toolPath } from "../../toolchain/tools.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-new-stacks-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 mkdirSync(join(dir, "backend"));
 const backendUrl = pathToFileURL(join(dir, "backend")).href;
-const workDir = prepareWorkDir(join(dir, "workspace"), backendUrl);
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "new-stacks-test", workDir };
+// The operator's layout of a state folder, so that `appstack stacks` finds it.
+const folders = engineFolders(dir);
+const workDir = prepareWorkDir(folders.workDir, backendUrl);
+const settings = { backendUrl, pulumiHome: folders.pulumiHome, passphrase: "new-stacks-test", workDir };
 const driver = new StackDriver(settings, createLogger({ level: "warn", write: () => undefined }));
 const secretValue = "the-secret-value-4711";
 const program = () => Promise.resolve({ greeting: "hello", secret: pulumi.secret(secretValue) });
 const checkpoint = (stack: string) => join(dir, "backend", ".pulumi", "stacks", projectName, `${stack}.json`);
 
-/** The pinned CLI, as a person would run it on the operator's state (asynchronous: the key service answers it from this process). */
+/** The pinned CLI as a person runs it on the operator's state: `appstack stacks`, which brings the key service. */
 async function cli(...args: string[]): Promise<string> {
-  const keys = await keyServiceFor(settings.passphrase);
-  const env = { ...process.env, ...keys.env, PULUMI_BACKEND_URL: backendUrl, PULUMI_HOME: settings.pulumiHome, PULUMI_CONFIG_PASSPHRASE: settings.passphrase, PULUMI_SKIP_UPDATE_CHECK: "true" };
-  return (await promisify(execFile)(toolPath("pulumi"), [...args, "--non-interactive"], { cwd: workDir, encoding: "utf8", env })).stdout;
+  const env = { ...process.env, APPSTACK_STATE_DIR: dir, APPSTACK_PASSPHRASE: settings.passphrase, APPSTACK_BACKEND_URL: "", PULUMI_CONFIG_PASSPHRASE: "" };
+  return (await promisify(execFile)(process.execPath, [join(repoRoot, "operator", "cmd", "cli.ts"), "stacks", ...args, "--non-interactive"], { encoding: "utf8", env })).stdout;
 }
 
 test("a stack made with the passphrase provider, before the key service, keeps working, and its template is not used", async () => {
