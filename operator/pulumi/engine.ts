@@ -1,7 +1,7 @@
 // How appstack runs the Pulumi engine: the pinned CLI and provider from the toolchain, a backend,
 // the operator's own key service for the stacks' secrets, and nothing ever downloaded. Resolved
 // once, used by every stack.
-import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
@@ -48,6 +48,23 @@ export function installProviderPlugin(pulumiHome: string): void {
   symlinkSync(target, binary);
 }
 
+/**
+ * Every Pulumi command writes a debug-level log of its own under `<PULUMI_HOME>/logs` (compressed,
+ * encrypted once it has the stack's secrets manager), keeps up to 500 MiB of them for 7 days, and
+ * lists the folder at every start to rotate it: for the operator, about 6% of an operation's
+ * engine CPU and up to 500 MiB of its state folder for logs it already has (the engine's output is
+ * in appstack's log at debug level). Pulumi 3.259 has no setting to turn them off, but goes on
+ * without them when it cannot create that folder, so `logs` is made a file. Pinned by
+ * test/unit/engine-home.test.ts, which fails if the CLI writes them anyway or refuses to run.
+ */
+export function turnOffAutomaticLogs(pulumiHome: string): void {
+  const logs = join(pulumiHome, "logs");
+  if (existsSync(logs) && statSync(logs).isFile()) return;
+  mkdirSync(pulumiHome, { recursive: true });
+  rmSync(logs, { recursive: true, force: true }); // the logs of an earlier version
+  writeFileSync(logs, "Pulumi's automatic logs are off for appstack's engines: see operator/pulumi/engine.ts\n");
+}
+
 const keyServices = new Map<string, Promise<KeyService>>();
 
 /** The key service of `passphrase`: one per passphrase and process, started on first use. */
@@ -63,6 +80,7 @@ export function keyServiceFor(passphrase: string): Promise<KeyService> {
 
 export async function workspaceOptions(settings: EngineSettings, projectName: string): Promise<LocalWorkspaceOptions> {
   installProviderPlugin(settings.pulumiHome);
+  turnOffAutomaticLogs(settings.pulumiHome);
   return {
     pulumiCommand: await pulumiCommand(),
     pulumiHome: settings.pulumiHome,
@@ -71,6 +89,9 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
     envVars: {
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       PULUMI_SKIP_UPDATE_CHECK: "true",
+      // A stack whose settings file is not in the workspace (the preview command's copy of the
+      // state has none) opens its secrets with its state's provider, not a new passphrase one.
+      PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: "true",
       PULUMI_BACKEND_URL: settings.backendUrl,
       // Stacks made before the key service still use the passphrase provider.
       PULUMI_CONFIG_PASSPHRASE: settings.passphrase,

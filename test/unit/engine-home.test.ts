@@ -1,0 +1,49 @@
+// The engine's home as appstack prepares it: Pulumi's automatic per-command logs are off, and the
+// pinned CLI still runs. Fails when a Pulumi upgrade writes them anyway, or refuses to run
+// without its logs folder.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { turnOffAutomaticLogs } from "../../operator/pulumi/engine.ts";
+import { toolPath } from "../../toolchain/tools.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "appstack-engine-home-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function pulumi(home: string, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const env = { ...process.env, PULUMI_HOME: home, PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_CONFIG_PASSPHRASE: "home-test" };
+  return promisify(execFile)(toolPath("pulumi"), [...args, "--non-interactive"], { cwd: join(dir, "project"), encoding: "utf8", env });
+}
+
+const logFiles = (home: string): string[] => readdirSync(home, { recursive: true, encoding: "utf8" }).filter((path) => path.endsWith(".log"));
+
+test("the pinned CLI writes no automatic logs into an engine home appstack prepared, and runs as before", async () => {
+  mkdirSync(join(dir, "project", "state"), { recursive: true });
+  writeFileSync(join(dir, "project", "Pulumi.yaml"), `name: home\nruntime: nodejs\nbackend:\n  url: ${pathToFileURL(join(dir, "project", "state")).href}\n`);
+
+  // Left alone, every command writes one: what this test would miss if the CLI stopped by itself.
+  const plain = join(dir, "plain-home");
+  await pulumi(plain, "stack", "ls");
+  assert.ok(logFiles(plain).length > 0, "a home left alone gets a log per command");
+
+  // A home with the logs of an earlier appstack, as an operator upgraded in place has.
+  const home = join(dir, "home");
+  mkdirSync(join(home, "logs"), { recursive: true });
+  writeFileSync(join(home, "logs", "pulumi-20261122T000000-1-up.log"), "old");
+  turnOffAutomaticLogs(home);
+  assert.ok(statSync(join(home, "logs")).isFile());
+  turnOffAutomaticLogs(home); // again, as before every operation: nothing changes
+
+  await pulumi(home, "stack", "init", "s", "--secrets-provider", "passphrase");
+  await pulumi(home, "config", "set", "--secret", "x", "y", "--stack", "s");
+  const listed = await pulumi(home, "stack", "ls", "--json");
+  assert.deepEqual((JSON.parse(listed.stdout) as { name: string }[]).map((s) => s.name), ["s"]);
+  assert.equal(listed.stderr, "", "no complaint about the missing logs folder");
+  assert.deepEqual(logFiles(home), []);
+  assert.ok(statSync(join(home, "logs")).isFile());
+});
