@@ -56,7 +56,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   const stateChosen = flags["state-dir"] !== undefined || process.env["APPSTACK_STATE_DIR"] !== undefined;
   const localState = cluster && !stateChosen ? join(cluster.dir, "appstack-state") : undefined;
   if (cluster) {
-    // The state folder too, so that `npx appstack preview` there compares with this operator's stacks.
+    // The state folder too, so that `npx appstack preview` and `npx appstack stacks` there use this operator's stacks.
     const stateLine = localState ? `\n  export APPSTACK_STATE_DIR=${localState}` : "";
     say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one):\n${shellLines(cluster.kubeconfig)}${stateLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
   }
