@@ -55,7 +55,8 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();
-  await watcher.start();
+  // Both before the queue runs anything: the warm-up may make the template new stacks use.
+  await Promise.all([driver.warmUp(), watcher.start()]);
   queue.start();
   // The queue coalesces (an object still queued or running is not checked twice) and leaves
   // failing objects to their backoff.

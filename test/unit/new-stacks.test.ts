@@ -5,7 +5,7 @@
 // provider, keep working beside them.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -74,4 +74,23 @@ test("a stack made from the template is one the pinned CLI takes for its own", a
   assert.ok(!existsSync(stackSettingsFile(workDir, "second")), "`stack rm` removed its settings file");
   assert.equal(await driver.exists("second"), false);
   assert.deepEqual((JSON.parse(await cli("stack", "ls", "--json")) as { name: string }[]).map((s) => s.name), ["first"]);
+});
+
+test("a warm-up makes the template ahead of the first new stack, and leaves no stack behind", async () => {
+  const fresh = join(dir, "fresh");
+  mkdirSync(join(fresh, "backend"), { recursive: true });
+  const freshBackend = pathToFileURL(join(fresh, "backend")).href;
+  const freshWorkDir = prepareWorkDir(join(fresh, "workspace"), freshBackend);
+  const warmed = new StackDriver({ ...settings, backendUrl: freshBackend, workDir: freshWorkDir }, createLogger({ level: "warn", write: () => undefined }));
+  await warmed.warmUp();
+  const template = loadTemplate(freshWorkDir, secretsProviderUrl);
+  assert.ok(template, "the warm-up left the template");
+  // `stack rm` keeps a backup (`.bak`) of what it removes, as for every removed stack.
+  const stacksLeft = readdirSync(join(fresh, "backend", ".pulumi", "stacks", projectName)).filter((file) => !file.includes(".bak"));
+  assert.deepEqual(stacksLeft, [], "its own stack is removed again");
+  await warmed.warmUp(); // a second start: the template is there, nothing to do
+  assert.deepEqual(loadTemplate(freshWorkDir, secretsProviderUrl), template);
+  await warmed.up("first", program, { refresh: false });
+  assert.equal(readFileSync(stackSettingsFile(freshWorkDir, "first"), "utf8"), template.settings, "the first new stack is made from it");
+  await warmed.destroy("first");
 });
