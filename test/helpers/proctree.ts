@@ -78,6 +78,8 @@ export class ProcessTreeSampler {
   /** The root's RSS at the last sample. */
   rootKiB = 0;
   private readonly pulumiPids = new Set<number>();
+  /** Counted before the last reset: a process still alive (or not yet reaped) then is not new after it. */
+  private readonly countedBefore = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
 
   private readonly root: number;
@@ -100,6 +102,7 @@ export class ProcessTreeSampler {
   }
 
   resetPulumiCount(): void {
+    for (const pid of this.pulumiPids) this.countedBefore.add(pid);
     this.pulumiPids.clear();
   }
 
@@ -123,7 +126,7 @@ export class ProcessTreeSampler {
       const s = stack.pop()!;
       total += s.rssKiB;
       if (withPss) pss += readPssKiB(s.pid);
-      if (s.comm === "pulumi") this.pulumiPids.add(s.pid);
+      if (s.comm === "pulumi" && !this.countedBefore.has(s.pid)) this.pulumiPids.add(s.pid);
       stack.push(...(children.get(s.pid) ?? []));
     }
     this.rootKiB = rootStat.rssKiB;
