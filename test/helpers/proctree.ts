@@ -78,8 +78,6 @@ export class ProcessTreeSampler {
   /** The root's RSS at the last sample. */
   rootKiB = 0;
   private readonly pulumiPids = new Set<number>();
-  /** Counted before the last reset: a process still alive (or not yet reaped) then is not new after it. */
-  private readonly countedBefore = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
 
   private readonly root: number;
@@ -102,7 +100,6 @@ export class ProcessTreeSampler {
   }
 
   resetPulumiCount(): void {
-    for (const pid of this.pulumiPids) this.countedBefore.add(pid);
     this.pulumiPids.clear();
   }
 
@@ -116,6 +113,7 @@ export class ProcessTreeSampler {
     const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
     const children = new Map<number, Stat[]>();
     for (const s of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), s]);
+    const commOf = new Map(stats.map((s) => [s.pid, s.comm]));
     const rootStat = stats.find((s) => s.pid === this.root);
     if (!rootStat) return;
     let total = 0;
@@ -126,7 +124,9 @@ export class ProcessTreeSampler {
       const s = stack.pop()!;
       total += s.rssKiB;
       if (withPss) pss += readPssKiB(s.pid);
-      if (s.comm === "pulumi" && !this.countedBefore.has(s.pid)) this.pulumiPids.add(s.pid);
+      // A child of a `pulumi` process named `pulumi` is a plugin caught between fork and exec.
+      const plugin = commOf.get(s.ppid) === "pulumi";
+      if (s.comm === "pulumi" && !plugin) this.pulumiPids.add(s.pid);
       stack.push(...(children.get(s.pid) ?? []));
     }
     this.rootKiB = rootStat.rssKiB;
