@@ -15,9 +15,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 
-/** The stacks' secrets provider: the key service, under the one key name it serves. */
-export const secretsProviderUrl = "hashivault://appstack";
 const keyName = "appstack";
+/** The stacks' secrets provider: the key service, under the one key name it serves. */
+export const secretsProviderUrl = `hashivault://${keyName}`;
 
 // The same derivation Pulumi's passphrase provider uses, so a passphrase is as hard to guess here.
 const derivationRounds = 1_000_000;
