@@ -1,4 +1,5 @@
 // The `appstack` command: wiring only. Each verb lives with the code it drives.
+import "./preload.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
