@@ -85,6 +85,19 @@ export function engineMessage(error: unknown): string {
   return (unique.length ? unique : fallback).slice(0, 3).join("; ").slice(0, 2000);
 }
 
+/**
+ * The options of an `up` or a preview that refreshes first. The refresh runs as the program
+ * declares each resource (`--run-program`), with the provider the program's update then uses.
+ * The engine's other way, refreshing every resource of the old state before the program runs,
+ * configures one provider plugin from the state for the refresh and starts a second one when the
+ * program declares its provider: two plugins, about 100 MiB more, for the whole run. A resource
+ * the program no longer declares is then deleted without being refreshed first, which the
+ * Kubernetes provider takes as done when it is already gone.
+ */
+function refreshing(refresh: boolean): { refresh: boolean; runProgram?: true } {
+  return refresh ? { refresh, runProgram: true } : { refresh };
+}
+
 /** What an operation reports: an update's summary, or a preview's counts. */
 type Outcome = Pick<UpdateSummary, "resourceChanges"> & { readonly result?: UpdateSummary["result"] };
 
@@ -284,7 +297,7 @@ export class StackDriver {
         if (separateRefresh) await this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput, onEvent: summaryRecorder(stack, "refresh"), signal })).summary);
         return this.run(name, "up", async (signal) => {
           const onEvent = summaryRecorder(stack, "update");
-          return (await stack.up({ onOutput, onEvent, signal, refresh: options.refresh && !separateRefresh, ...(options.plan ? { plan: options.plan } : {}) })).summary;
+          return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}) })).summary;
         });
       }),
     );
@@ -301,7 +314,7 @@ export class StackDriver {
     const onOutput = options.onOutput ?? this.engineOutput(name);
     try {
       const operation = await this.run(name, "preview", async (signal) => {
-        const result = await stack.preview({ onOutput, signal, onEvent: collector.onEvent, diff: true, refresh: options.refresh, ...(options.plan ? { plan: options.plan } : {}) });
+        const result = await stack.preview({ onOutput, signal, onEvent: collector.onEvent, diff: true, ...refreshing(options.refresh), ...(options.plan ? { plan: options.plan } : {}) });
         return { resourceChanges: result.changeSummary };
       });
       return { ...collector.result(), operation };

@@ -20,10 +20,28 @@ import { programFor } from "../../operator/pulumi/programs.ts";
 import { prepareWorkDir, StackDriver } from "../../operator/pulumi/stacks.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { Workloads } from "../helpers/operator.ts";
+import { processesUnder } from "../helpers/proctree.ts";
 
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-engine-cost-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
 const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.kubeconfig)));
+
+/**
+ * The provider plugins started while `work` runs, seen in this process's tree every 10 ms: each
+ * lives for most of its engine's run (hundreds of ms), so none goes unseen.
+ */
+async function providersDuring(work: () => Promise<unknown>): Promise<number> {
+  const seen = new Set<number>();
+  // The kernel keeps 15 characters of a command name.
+  const sample = () => processesUnder(process.pid, "pulumi-resource").forEach((pid) => seen.add(pid));
+  const timer = setInterval(sample, 10);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+  }
+  return seen.size;
+}
 
 /** The Pulumi commands started while `work` runs: `stack init`, `up`, `up --refresh`, ... */
 async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
@@ -65,8 +83,10 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.28");
 
   await apps.patchNamespacedDeploymentScale({ name: "cost", namespace: "default", body: { spec: { replicas: 4 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
-  const repaired = await commandsDuring(() => driver.up("app.default.cost", programFor(app), { refresh: true }));
+  let repaired: string[] = [];
+  const repairProviders = await providersDuring(async () => (repaired = await commandsDuring(() => driver.up("app.default.cost", programFor(app), { refresh: true }))));
   assert.deepEqual(repaired, ["up --refresh"]);
+  assert.equal(repairProviders, 1, "one provider plugin for the refresh and the update");
   assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.replicas, 1);
 
   const second = (await workloads.create({ kind: "App", metadata: { name: "cost-2", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } })) as App;
