@@ -31,12 +31,6 @@ export const deferrals: readonly Deferral[] = [
   },
 ];
 
-/** The module's source with its eager require deferred, when `url` is one of the two modules. */
-export function deferEagerRequires(url: string, source: string): string {
-  const deferral = deferrals.find((d) => url.endsWith(d.file));
-  return deferral ? source.replace(deferral.eager, deferral.deferred) : source;
-}
-
 let registered = false;
 
 /** Must run before anything imports `@pulumi/pulumi`: see operator/cmd/preload.ts. */
@@ -46,9 +40,10 @@ export function deferUnusedSdkModules(): void {
   registerHooks({
     load(url, context, nextLoad) {
       const loaded = nextLoad(url, context);
-      if (loaded.source === undefined || !deferrals.some((d) => url.endsWith(d.file))) return loaded;
+      const deferral = deferrals.find((d) => url.endsWith(d.file));
+      if (!deferral || loaded.source === undefined) return loaded;
       const source = typeof loaded.source === "string" ? loaded.source : new TextDecoder().decode(loaded.source);
-      return { ...loaded, source: deferEagerRequires(url, source) };
+      return { ...loaded, source: source.replace(deferral.eager, deferral.deferred) };
     },
   });
 }

@@ -128,7 +128,7 @@ function setImage(clients: KubeClients, namespace: string, image: string): (name
   return (name) => clients.custom.patchNamespacedCustomObject({ ...appsApi, namespace, name, body: { spec: { image } } }, mergePatch);
 }
 
-/** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
+/** Until the operator's `/readyz` answers 200 (leading, caches synced). */
 async function untilReady(port: number): Promise<void> {
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
     if ((await httpGet(port, "/readyz").catch(() => undefined))?.status === 200) return;
@@ -136,6 +136,7 @@ async function untilReady(port: number): Promise<void> {
   throw new Error("the operator was not ready within 120 s");
 }
 
+/** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
 async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean, afterRounds?: () => Promise<void>, metricsPort?: number): Promise<Measured> {
   const child = start();
   const sampler = new ProcessTreeSampler(child.pid!);
