@@ -247,6 +247,21 @@ export function counterTotal(body: string, name: string): number {
   return body.split("\n").filter((l) => l.startsWith(name + " ") || l.startsWith(name + "{")).reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
 }
 
+/**
+ * Until a just-started operator has been through every object once: ready (leading, caches synced,
+ * so every object is queued), at least `objects` reconciles, and nothing queued or running. Before
+ * that, an object's status is the one an earlier operator wrote, which says nothing about what
+ * changed while no operator ran.
+ */
+export async function firstPassDone(operator: OperatorProcess, objects: number, timeoutMs = 180_000): Promise<void> {
+  await eventually("the operator's first pass over every object", async () => {
+    if ((await httpGet(operator.healthPort, "/readyz")).status !== 200) return undefined;
+    const metrics = (await httpGet(operator.healthPort, "/metrics")).body;
+    const idle = metricValue(metrics, "appstack_queue_depth") === 0 && metricValue(metrics, "appstack_queue_active") === 0;
+    return idle && counterTotal(metrics, "appstack_reconcile_total") >= objects ? true : undefined;
+  }, timeoutMs);
+}
+
 /** Runs `work` while counting what the operator did: reconciles, resyncs, and every Pulumi process it started. */
 export async function watchOperator(operator: OperatorProcess, work: () => Promise<void>): Promise<QuietPeriod> {
   const sampler = new ProcessTreeSampler(operator.child.pid!);
