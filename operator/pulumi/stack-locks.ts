@@ -31,20 +31,34 @@ export interface LockSweep {
   readonly held?: string;
 }
 
+/** The fields of /proc/<pid>/stat after the command name (state first); undefined where that cannot be read. */
+function processStat(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether `pid` still runs. A zombie does not: it has exited and only waits to be reaped, by its
+ * parent or, once that died too (an engine killed with its operator), by init, which may take
+ * its time (about a second on this project's CI machine; never, where init does not reap).
+ */
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
+  return processStat(pid)?.[0] !== "Z";
 }
 
 /** When a process started (ms since the epoch), from /proc; undefined where that cannot be read. */
 function processStartMs(pid: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const startTicks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    const startTicks = Number(processStat(pid)?.[19]);
     const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
     // USER_HZ is 100 on Linux.
     return Number.isFinite(startTicks) && Number.isFinite(bootSeconds) ? bootSeconds * 1000 + startTicks * 10 : undefined;

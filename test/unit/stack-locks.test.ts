@@ -2,7 +2,9 @@
 // and when another replica's pod proves its engines gone.
 import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -10,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { createLogger } from "../../operator/manager/log.ts";
 import { podVerdict } from "../../operator/kube/peer-pods.ts";
 import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "../../operator/pulumi/stack-locks.ts";
+import { eventually } from "../helpers/cluster.ts";
 
 const backend = mkdtempSync(join(tmpdir(), "appstack-locks-"));
 after(() => rmSync(backend, { recursive: true, force: true }));
@@ -72,6 +75,22 @@ test("a lock whose pid now belongs to a process started after the lock was taken
   const reused = lock("appstack", "app.default.reused", { pid: process.pid, hostname: hostname() }, new Date(Date.now() - 86_400_000));
   assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.reused", log)).removed, true);
   assert.ok(!existsSync(reused));
+});
+
+test("a lock whose holder has exited but is not reaped yet (a zombie) is stale; its parent's is not", async () => {
+  // A parent that never reaps its child: the child stays a zombie for as long as the parent lives,
+  // as a killed engine does until init reaps it (about a second here, after its operator was killed).
+  const parent = spawn("python3", ["-c", "import os, sys, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(60)"], { stdio: ["ignore", "pipe", "inherit"] });
+  after(() => parent.kill("SIGKILL"));
+  const [line] = (await once(parent.stdout!, "data")) as [Buffer];
+  const zombie = Number(line.toString().trim());
+  await eventually("the child to be a zombie", async () => (readFileSync(`/proc/${zombie}/stat`, "utf8").split(") ")[1]?.startsWith("Z") ? true : undefined), 10_000);
+  const exited = lock("appstack", "app.default.exited", { pid: zombie, hostname: hostname() });
+  const running = lock("appstack", "app.default.parent", { pid: parent.pid!, hostname: hostname() });
+  assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.exited", log)).removed, true);
+  assert.ok(!existsSync(exited), "a zombie holds no lock");
+  assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.parent", log)).held ?? "", /its process still runs on this host/);
+  assert.ok(existsSync(running));
 });
 
 test("a replica's pod proves its engines gone when it no longer exists, is a new pod, has ended, or its containers started again since the lock", () => {
