@@ -3,7 +3,7 @@
 // container goes), the kubernetes provider processes live on, idle, about 120 MiB each. Adopted
 // by init, they are known orphans: no engine of ours will talk to them again.
 import { readdirSync, readFileSync } from "node:fs";
-import { join, sep } from "node:path";
+import { basename, join, sep } from "node:path";
 import type { Logger } from "../manager/log.ts";
 
 export interface ProcessInfo {
@@ -32,19 +32,24 @@ function processes(): ProcessInfo[] {
     .filter((info): info is ProcessInfo => info !== undefined);
 }
 
-/** The Pulumi CLI processes this process started, for `stack` or for any (Linux; elsewhere none are found). */
+/**
+ * The Pulumi CLI processes this process started that name `stack` (an operation's `--stack`, or
+ * the argument of `stack init` and `stack rm`), or all of them (Linux; elsewhere none are found).
+ */
 export function enginesOf(stack?: string): ProcessInfo[] {
-  return processes().filter((info) => info.parentPid === process.pid && info.args.some((arg, i) => arg === "--stack" && (stack === undefined || info.args[i + 1] === stack)));
+  return processes().filter((info) => info.parentPid === process.pid && basename(info.command) === "pulumi" && (stack === undefined || info.args.includes(stack)));
 }
 
-/** Kills the engines of `stack` (an operation past its deadline), or all of them (a handover). */
+/** Kills the CLI processes of `stack` (a command past its deadline), or all of them (a handover). */
 export function killEngines(stack: string | undefined, why: string, log: Logger): number {
   let killed = 0;
   for (const info of enginesOf(stack)) {
     try {
       process.kill(info.pid, "SIGKILL");
       killed++;
-      log.warn(`killed a Pulumi engine: ${why}`, { pid: info.pid, stack: info.args[info.args.indexOf("--stack") + 1] });
+      const command = info.args.slice(0, info.args[0] === "stack" ? 2 : 1).join(" ");
+      const named = stack ?? (info.args.includes("--stack") ? info.args[info.args.indexOf("--stack") + 1] : undefined);
+      log.warn(`killed a Pulumi engine: ${why}`, { pid: info.pid, command, stack: named });
     } catch {
       // Gone meanwhile.
     }

@@ -24,6 +24,7 @@ import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-l
 import { repairTornAttributes } from "./torn-writes.ts";
 import { createFromTemplate, loadTemplate, saveTemplate } from "./new-stacks.ts";
 import { secretsProviderUrl } from "./key-service.ts";
+import { timedOut, withinDeadline } from "../manager/deadline.ts";
 
 export const projectName = "appstack";
 /** The stack the template of new stacks is made from: no object's (theirs are `<kind>.<namespace>.<name>`). */
@@ -172,25 +173,27 @@ export class StackDriver {
     return breakStaleLocks(this.settings.backendUrl, projectName, name, this.log, this.settings.otherHost);
   }
 
-  private async select(name: string, program: PulumiFn): Promise<Stack> {
+  private async select(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
     const cached = this.stacks.get(name);
     if (cached) {
       (cached.workspace as LocalWorkspace).program = program;
       return cached;
     }
     try {
-      return await this.selectAfresh(name, program);
+      return await this.selectAfresh(name, program, kind);
     } catch (error) {
       throw await this.afterFailure(name, error);
     }
   }
 
-  private async selectAfresh(name: string, program: PulumiFn): Promise<Stack> {
+  private async selectAfresh(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
     const checkpoint = this.checkpointBase(name);
     let stack: Stack;
-    if (!checkpoint) stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, await this.workspace());
-    else if (await this.exists(name)) stack = await this.selectKnown(name, program);
-    else stack = await this.createNew(name, program, `${checkpoint}.json`);
+    if (!checkpoint) {
+      const workspace = await this.workspace();
+      stack = await this.command(kind, name, "stack select", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, workspace));
+    } else if (await this.exists(name)) stack = await this.selectKnown(name, program);
+    else stack = await this.createNew(name, program, `${checkpoint}.json`, kind);
     this.stacks.set(name, answerFromEvents(stack));
     return stack;
   }
@@ -199,7 +202,7 @@ export class StackDriver {
    * A stack of the file backend known to be new (cheap to know): made from the template (no
    * Pulumi process) once the first one made by `stack init` gave it, with no pending operations.
    */
-  private async createNew(name: string, program: PulumiFn, checkpointPath: string): Promise<Stack> {
+  private async createNew(name: string, program: PulumiFn, checkpointPath: string, kind: StackOperation["kind"]): Promise<Stack> {
     const template = loadTemplate(this.settings.workDir, secretsProviderUrl);
     if (template) {
       createFromTemplate(template, this.settings.workDir, checkpointPath, name);
@@ -207,15 +210,16 @@ export class StackDriver {
       return this.selectKnown(name, program);
     }
     const args = { stackName: name, projectName, program };
+    const workspace = await this.workspace();
     try {
-      const stack = await LocalWorkspace.createStack(args, await this.workspace());
+      const stack = await this.command(kind, name, "stack init", () => LocalWorkspace.createStack(args, workspace));
       this.clean.add(name);
       this.keepAsTemplate(name, checkpointPath);
       return stack;
     } catch (error) {
       // Stored under a layout the file check does not know: it exists after all.
       if (!(error instanceof StackAlreadyExistsError)) throw error;
-      return LocalWorkspace.selectStack(args, await this.workspace());
+      return this.command(kind, name, "stack select", () => LocalWorkspace.selectStack(args, workspace));
     }
   }
 
@@ -238,19 +242,19 @@ export class StackDriver {
   }
 
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
-  private async clearPendingOperations(stack: Stack): Promise<void> {
+  private async clearPendingOperations(stack: Stack, kind: StackOperation["kind"]): Promise<void> {
     if (this.clean.has(stack.name)) return;
     // The file backend's checkpoint says so without a process (`stack export`): after a restart,
     // every stack would otherwise cost one more.
     const base = this.checkpointBase(stack.name);
     const file = base ? this.checkpointFile(base) : undefined;
     if (file && !file.latest?.pending_operations?.length) return;
-    const state = await stack.exportStack();
+    const state = await this.command(kind, stack.name, "stack export", () => stack.exportStack());
     const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
     if (!deployment?.pending_operations?.length) return;
     this.log.warn("clearing pending operations left by an interrupted update", { stack: stack.name, count: deployment.pending_operations.length });
     deployment.pending_operations = [];
-    await stack.importStack(state);
+    await this.command(kind, stack.name, "stack import", () => stack.importStack(state));
   }
 
   /** Runs an operation on a stack, which counts as clean again only when the operation succeeded. */
@@ -287,11 +291,11 @@ export class StackDriver {
    * Throws StackOperationFailed or StackBusy.
    */
   async up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
-    const stack = await this.select(name, program);
+    const stack = await this.select(name, program, "up");
     const onOutput = this.engineOutput(name);
     return this.tracked(name, () =>
       this.unlocked(name, async () => {
-        await this.clearPendingOperations(stack);
+        await this.clearPendingOperations(stack, "up");
         // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
         const separateRefresh = options.refresh && options.plan !== undefined;
         if (separateRefresh) await this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput, onEvent: summaryRecorder(stack, "refresh"), signal })).summary);
@@ -309,7 +313,7 @@ export class StackDriver {
    * update plan is saved there. `onOutput` receives the diff as the Pulumi CLI shows it.
    */
   async preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void }): Promise<PlannedChanges & { operation: StackOperation }> {
-    const stack = await this.select(name, program);
+    const stack = await this.select(name, program, "preview");
     const collector = new StepCollector();
     const onOutput = options.onOutput ?? this.engineOutput(name);
     try {
@@ -330,7 +334,10 @@ export class StackDriver {
       const cached = this.stacks.get(name);
       if (cached) return cached;
       const program = () => Promise.resolve();
-      if (!this.checkpointBase(name)) return answerFromEvents(await LocalWorkspace.selectStack({ stackName: name, projectName, program }, await this.workspace()));
+      if (!this.checkpointBase(name)) {
+        const workspace = await this.workspace();
+        return answerFromEvents(await this.command("destroy", name, "stack select", () => LocalWorkspace.selectStack({ stackName: name, projectName, program }, workspace)));
+      }
       return (await this.exists(name)) ? answerFromEvents(await this.selectKnown(name, program)) : undefined;
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw await this.afterFailure(name, error);
@@ -348,13 +355,13 @@ export class StackDriver {
     const types = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" };
     const drop = new Set(resources.map((r) => `${types[r.kind]} ${r.namespace}/${r.name}`));
     await this.unlocked(name, async () => {
-      const state = await stack.exportStack();
+      const state = await this.command("destroy", name, "stack export", () => stack.exportStack());
       const deployment = state.deployment as { resources?: { type: string; id?: string }[] } | undefined;
       const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
       if (!deployment?.resources || kept.length === deployment.resources.length) return;
       this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });
       deployment.resources = kept;
-      await stack.importStack(state);
+      await this.command("destroy", name, "stack import", () => stack.importStack(state));
     });
   }
 
@@ -369,11 +376,11 @@ export class StackDriver {
     const onOutput = this.engineOutput(name);
     const result = await this.tracked(name, () =>
       this.unlocked(name, async () => {
-        await this.clearPendingOperations(stack);
+        await this.clearPendingOperations(stack, "destroy");
         return this.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal })).summary);
       }),
     );
-    await stack.workspace.removeStack(name);
+    await this.command("destroy", name, "stack rm", () => stack.workspace.removeStack(name));
     this.forgetSelection(name);
     return result;
   }
@@ -401,9 +408,9 @@ export class StackDriver {
       const workspace = await this.workspace();
       if (!checkpoint || loadTemplate(this.settings.workDir, secretsProviderUrl)) return;
       // Left over if a kill came between its init and its removal: made again from scratch.
-      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program: () => Promise.resolve() }, workspace);
+      const stack = await this.command("up", name, "stack init", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program: () => Promise.resolve() }, workspace));
       this.keepAsTemplate(name, `${checkpoint}.json`);
-      await stack.workspace.removeStack(name);
+      await this.command("up", name, "stack rm", () => stack.workspace.removeStack(name));
     } catch (error) {
       this.log.warn("could not make the template of new stacks ahead of time", { error: String(error) });
     }
@@ -446,7 +453,7 @@ export class StackDriver {
     const base = this.checkpointBase(name);
     if (base) return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(`${base}${suffix}`));
     const ws = await LocalWorkspace.create(await this.workspace());
-    return (await ws.listStacks()).some((stack) => stack.name === name);
+    return (await this.command("destroy", undefined, "stack ls", () => ws.listStacks())).some((stack) => stack.name === name);
   }
 
   /**
@@ -470,7 +477,7 @@ export class StackDriver {
   /** Removes a stack's state without touching the cluster (the namespace is being deleted). */
   async forget(name: string): Promise<void> {
     const ws = await LocalWorkspace.create(await this.workspace());
-    await ws.removeStack(name, { force: true }).catch((error: unknown) => {
+    await this.command("destroy", name, "stack rm", () => ws.removeStack(name, { force: true })).catch((error: unknown) => {
       if (!(error instanceof StackNotFoundError)) throw error;
     });
     this.forgetSelection(name);
@@ -486,6 +493,29 @@ export class StackDriver {
     this.clean.delete(name);
   }
 
+  private deadlineMs(): number {
+    return this.settings.operationTimeoutMs ?? defaultOperationTimeoutMs;
+  }
+
+  /**
+   * A Pulumi command that is no engine operation (stack init, select, export, import, rm, ls)
+   * within an operation's deadline: a backend that never answers (a hung file system or object
+   * store) must not hold a worker for ever. The Automation API takes no abort signal for these, so
+   * past the deadline the command is killed rather than asked to stop, and the lock it may leave is
+   * broken; the operation it was part of (`kind`) fails with OperationTimedOut. Without `stack`
+   * (`stack ls`, for backends other than files) its process cannot be told apart from others and
+   * is left running: it holds no lock and writes nothing.
+   */
+  private async command<T>(kind: StackOperation["kind"], stack: string | undefined, what: string, call: () => Promise<T>): Promise<T> {
+    const started = new Date();
+    const deadlineMs = this.deadlineMs();
+    const result = await withinDeadline(call(), deadlineMs);
+    if (result !== timedOut) return result;
+    this.log.warn(`pulumi ${what} passed its deadline; killing it`, { stack, deadlineMs });
+    if (stack) await this.stopEngines(stack, `pulumi ${what} did not finish within its deadline`);
+    throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${what} did not finish within its deadline of ${deadlineMs / 1000} s; it was killed`), deadlineMs);
+  }
+
   /**
    * Runs one engine operation within its deadline. Past it the engine is asked to cancel (SIGINT,
    * as the Automation API's abort signal does); an engine still running after a grace period as
@@ -495,7 +525,7 @@ export class StackDriver {
   private async run(name: string, kind: StackOperation["kind"], operation: (signal: AbortSignal) => Promise<Outcome>): Promise<StackOperation> {
     const started = new Date();
     let result: StackOperation["result"] = "failed";
-    const deadlineMs = this.settings.operationTimeoutMs ?? defaultOperationTimeoutMs;
+    const deadlineMs = this.deadlineMs();
     const abort = new AbortController();
     let killer: NodeJS.Timeout | undefined;
     const deadline = setTimeout(() => {
