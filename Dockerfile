@@ -18,6 +18,9 @@ RUN cd toolchain/kubernetes-provider \
  && go build -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
 
 FROM node:24-bookworm-slim
+# An init as PID 1 that reaps: the plugins of an engine the operator kills (past a deadline, at a
+# handover) are orphans, and node as PID 1 would never reap them once they are killed too.
+RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
@@ -28,4 +31,4 @@ ENV PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
     APPSTACK_CACHE_DIR=/nonexistent \
     NODE_ENV=production
 USER 65532:65532
-ENTRYPOINT ["node", "operator/cmd/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "operator/cmd/main.ts"]
