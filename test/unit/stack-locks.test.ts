@@ -82,7 +82,7 @@ test("a lock whose holder has exited but is not reaped yet (a zombie) is stale; 
   // as a killed engine does until init reaps it (about a second here, after its operator was killed).
   const parent = spawn("python3", ["-c", "import os, sys, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(60)"], { stdio: ["ignore", "pipe", "inherit"] });
   after(() => parent.kill("SIGKILL"));
-  const [line] = (await once(parent.stdout!, "data")) as [Buffer];
+  const [line] = (await once(parent.stdout, "data")) as [Buffer];
   const zombie = Number(line.toString().trim());
   await eventually("the child to be a zombie", async () => (readFileSync(`/proc/${zombie}/stat`, "utf8").split(") ")[1]?.startsWith("Z") ? true : undefined), 10_000);
   const exited = lock("appstack", "app.default.exited", { pid: zombie, hostname: hostname() });
