@@ -30,6 +30,13 @@ const resourceList = (description: string): JsonSchema => ({
       rule: "self.all(name, name in ['cpu', 'memory', 'ephemeral-storage'] || name.startsWith('hugepages-') || (name.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && !name.contains('kubernetes.io/')))",
       message: "resource names are cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource such as example.com/gpu",
     },
+    {
+      // The API server caps a larger quantity at 2^63-1 (a Deployment would store another value
+      // than the one asked for, for ever unlike the spec); quantity() caps it too, so the largest
+      // value is refused with it.
+      rule: "self.all(name, !quantity(string(self[name])).isLessThan(quantity('0')) && quantity(string(self[name])).isLessThan(quantity('9223372036854775807')))",
+      message: "each quantity must be at least 0 and less than 9223372036854775807 (2^63-1), the largest a Kubernetes quantity holds",
+    },
   ],
 });
 
