@@ -19,7 +19,7 @@ import { describeChanges, describeSteps, hasChanges } from "../pulumi/preview-st
 import { programFor } from "../pulumi/programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
-import { OperationTimedOut, StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
+import { OperationInterrupted, OperationTimedOut, StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
 import { computeStatus, rolloutPhase, withScheduling, writeStatus } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 
@@ -89,7 +89,7 @@ export class Reconciler {
     try {
       return await this.reconcileKey(key);
     } catch (error) {
-      if (!(error instanceof ReportedFailure)) await this.unexpected(key, error);
+      if (!(error instanceof ReportedFailure) && !(error instanceof OperationInterrupted)) await this.unexpected(key, error);
       throw error;
     }
   }
@@ -218,8 +218,16 @@ export class Reconciler {
     else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${changes}`);
   }
 
-  /** Stalled with the engine's message, a Warning Event, and when the next attempt comes; returns the error to throw. */
-  private async operationFailed(object: Workload, key: string, previous: StackStatus, deployment: V1Deployment | undefined, error: unknown, started: number, log: Logger, preview?: PreviewStatus): Promise<ReportedFailure> {
+  /**
+   * Stalled with the engine's message, a Warning Event, and when the next attempt comes; returns
+   * the error to throw. An operation this replica stopped to hand over did not fail: the status
+   * goes on saying it is being applied, for the next leader to carry on.
+   */
+  private async operationFailed(object: Workload, key: string, previous: StackStatus, deployment: V1Deployment | undefined, error: unknown, started: number, log: Logger, preview?: PreviewStatus): Promise<Error> {
+    if (error instanceof OperationInterrupted) {
+      log.warn("operation stopped for the handover; the next leader carries on", { durationMs: Date.now() - started, error: error.message });
+      return error;
+    }
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
     const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
     const kind = operation?.kind ?? "up";
@@ -324,6 +332,7 @@ export class Reconciler {
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {
       if (error instanceof StackBusy) return this.locked(object, observed.deployment, object.status?.stack ?? { name: stack }, error, log);
+      if (error instanceof OperationInterrupted) throw error; // still Deleting: the next leader destroys it
       const message = error instanceof Error ? error.message : String(error);
       const { attempt } = this.deps.backoff(key);
       if (attempt < terminatingNamespaceAttempts || !(await this.namespaceTerminating(object.metadata.namespace))) {

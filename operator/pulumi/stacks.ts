@@ -69,6 +69,12 @@ export class OperationTimedOut extends StackOperationFailed {
 }
 
 /**
+ * This replica stopped the operation itself, handing over (past its shutdown grace, or its lease
+ * lost): nothing failed, and the next leader carries on with the object.
+ */
+export class OperationInterrupted extends Error {}
+
+/**
  * The engine's diagnosis in a line or two: its `error:` lines, without the engine's own framing
  * ("update failed", resource URNs), each once.
  */
@@ -134,6 +140,9 @@ export class StackDriver {
    * process (a crash before it started) or a failed one here can leave some.
    */
   private readonly clean = new Set<string>();
+
+  /** Set by killAll: every failure from then on is the kill's doing. */
+  private handingOver = false;
 
   private readonly settings: StackDriverSettings;
   private readonly log: Logger;
@@ -422,6 +431,7 @@ export class StackDriver {
    * engine of this replica writes a stack once another replica may lead.
    */
   async killAll(): Promise<void> {
+    this.handingOver = true;
     await this.stopEngines(undefined, "this replica is handing over");
   }
 
@@ -493,6 +503,10 @@ export class StackDriver {
     this.clean.delete(name);
   }
 
+  private interrupted(what: string): OperationInterrupted {
+    return new OperationInterrupted(`pulumi ${what} was stopped: this replica is handing over to the next leader`);
+  }
+
   private deadlineMs(): number {
     return this.settings.operationTimeoutMs ?? defaultOperationTimeoutMs;
   }
@@ -509,7 +523,9 @@ export class StackDriver {
   private async command<T>(kind: StackOperation["kind"], stack: string | undefined, what: string, call: () => Promise<T>): Promise<T> {
     const started = new Date();
     const deadlineMs = this.deadlineMs();
-    const result = await withinDeadline(call(), deadlineMs);
+    const result = await withinDeadline(call(), deadlineMs).catch((error: unknown) => {
+      throw this.handingOver ? this.interrupted(what) : error;
+    });
     if (result !== timedOut) return result;
     this.log.warn(`pulumi ${what} passed its deadline; killing it`, { stack, deadlineMs });
     if (stack) await this.stopEngines(stack, `pulumi ${what} did not finish within its deadline`);
@@ -541,6 +557,7 @@ export class StackDriver {
       result = "succeeded";
       return outcome;
     } catch (error) {
+      if (this.handingOver) throw this.interrupted(kind);
       if (abort.signal.aborted) {
         await this.stopEngines(name, cancelledWhy);
         throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${kind} did not finish within its deadline of ${deadlineMs / 1000} s; it was cancelled and its stack unlocked`), deadlineMs);

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
-import { eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
+import { eventsOf, eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
@@ -77,6 +77,14 @@ test("a leader stopped past its shutdown grace kills its engines before it hands
   const lease = await loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api).readNamespacedLease({ name: "appstack-operator", namespace: "default" });
   assert.ok(!lease.spec?.holderIdentity, `the lease is still held by ${lease.spec?.holderIdentity}`);
   assert.deepEqual(lockFiles(operator.stateDir), []);
+  // The update was stopped, not failed: the object still says it is being applied, for the next
+  // leader to carry on, never Stalled with the killed engine's words.
+  const interrupted = await workloads.get("App", namespace, "handed-over");
+  const conditions = Object.fromEntries((interrupted.status?.conditions ?? []).map((c) => [c.type, c]));
+  assert.equal(conditions["Stalled"]?.status, "False", JSON.stringify(interrupted.status));
+  assert.equal(conditions["Reconciling"]?.status, "True", JSON.stringify(interrupted.status));
+  assert.equal(conditions["Ready"]?.reason, "Applying", JSON.stringify(interrupted.status));
+  assert.deepEqual((await eventsOf(cluster().core, namespace, "handed-over")).filter((e) => e.type === "Warning").map((e) => `${e.reason}: ${e.message}`), []);
   await hold.release();
   // The next leader finishes the job.
   operator = await startOperatorProcess(cluster().cluster.kubeconfig, { stateDir: operator.stateDir });
