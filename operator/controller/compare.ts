@@ -19,21 +19,40 @@ function show(value: unknown): string {
   return value === undefined ? "missing" : JSON.stringify(value);
 }
 
-const binarySuffixes: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-const decimalSuffixes: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+const binaryExponents: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+const decimalExponents: Record<string, number> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+/** The largest quantity, 2^63-1, in milli units: the API server caps anything larger at it. */
+const capMillis = (2n ** 63n - 1n) * 1000n;
 
 /**
- * A resource quantity as a number ("500m" is 0.5, "1Gi" is 2^30). The API server stores quantities
- * in canonical form ("0.5" comes back as "500m"), so they compare by value. client-node's own
- * parser is not exported and refuses fractions of binary suffixes ("1.5Gi"), which the schema allows.
+ * A quantity of a container's resources in exact milli units ("0.5" and "500m" are both 500), as
+ * the API server stores it: canonical ("0.5" comes back as "500m"), more precise than milli
+ * rounded up away from zero (core/v1's defaults do so for every resource list: "1n" is stored as
+ * "1m"), larger than 2^63-1 capped. Exact integers, because floats are not: 0.009 and 9 × 0.001
+ * differ, and "0.009" against the stored "9m" was drift for ever. client-node's own parser is not
+ * exported and refuses fractions of binary suffixes ("1.5Gi").
  */
-export function quantityValue(text: string): number | undefined {
-  const match = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/.exec(text);
+export function quantityMillis(text: string): bigint | undefined {
+  const match = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/.exec(text);
   if (!match) return undefined;
-  const number = Number(match[1]);
-  const suffix = match[2] ?? "";
-  if (/^[eE]/.test(suffix)) return number * 10 ** Number(suffix.slice(1));
-  return number * (binarySuffixes[suffix] ?? decimalSuffixes[suffix] ?? NaN);
+  const [, sign, number = "", suffix = ""] = match;
+  const [whole = "", fraction = ""] = number.split(".");
+  let digits = BigInt(`${whole}${fraction}` || "0");
+  // The value is digits × 10^exponent milli units (× 2^(10k) for a binary suffix).
+  let exponent = 3 - fraction.length;
+  if (suffix in binaryExponents) digits <<= BigInt(binaryExponents[suffix]!);
+  else exponent += /^[eE]/.test(suffix) ? Number(suffix.slice(1)) : decimalExponents[suffix]!;
+  let millis: bigint;
+  if (digits === 0n) millis = 0n;
+  else if (exponent > 40) millis = capMillis; // far past the cap: no need to build the number
+  else if (exponent >= 0) millis = digits * 10n ** BigInt(exponent);
+  else if (exponent < -40 - digits.toString().length) millis = 1n; // far below one milli: rounded up to it
+  else {
+    const divisor = 10n ** BigInt(-exponent);
+    millis = (digits + divisor - 1n) / divisor;
+  }
+  if (millis > capMillis) millis = capMillis;
+  return sign === "-" ? -millis : millis;
 }
 
 function sameScalar(desired: unknown, live: unknown, path: string): boolean {
@@ -42,8 +61,8 @@ function sameScalar(desired: unknown, live: unknown, path: string): boolean {
   if (desired === "" && live === undefined) return true;
   // A quantity may be written as a number (int-or-string): the API server keeps it as a string.
   if (/resources\.(requests|limits)[.[]/.test(path) && (typeof desired === "string" || typeof desired === "number") && typeof live === "string") {
-    const a = quantityValue(String(desired));
-    return a !== undefined && a === quantityValue(live);
+    const a = quantityMillis(String(desired));
+    return a !== undefined && a === quantityMillis(live);
   }
   return false;
 }

@@ -10,7 +10,7 @@ import { after, test } from "node:test";
 import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
 import { podSelector } from "../../components/kinds.ts";
 import type { App, Workload, WorkloadKind } from "../../crds/types.ts";
-import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { disposeOperator, httpGet, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
@@ -143,6 +143,19 @@ test("while its Deployment disagrees with it, an App is never Ready", async () =
   await hold.release();
   await workloads.ready("App", namespace, "window");
   assert.equal((await deployment("window"))?.spec?.replicas, 2);
+});
+
+test("quantities the API server rewrites are no drift: an App asking for them becomes Ready, with them stored", async () => {
+  // Stored as "1m" (core/v1 rounds every resource quantity up to milli), "2", "9m" and
+  // "1181116006400m": as floats 0.009 and 9 × 0.001 differ, and such an App was drift repaired
+  // for ever; so was one finer than milli.
+  const resources = { requests: { cpu: "0.0000000001", memory: 2 }, limits: { cpu: "0.009", memory: "1.1Gi" } };
+  await workloads.create({ kind: "App", metadata: { name: "quantities", namespace }, spec: { image: "nginx:1.27", replicas: 1, resources } });
+  await workloads.ready("App", namespace, "quantities");
+  const stored = (await deployment("quantities"))?.spec?.template.spec?.containers[0]?.resources;
+  assert.deepEqual(JSON.parse(JSON.stringify(stored)), { requests: { cpu: "1m", memory: "2" }, limits: { cpu: "9m", memory: "1181116006400m" } });
+  assert.deepEqual((await eventsOf(cluster().core, namespace, "quantities")).map((e) => e.reason).filter((reason) => /Drift/.test(reason ?? "")), []);
+  await workloads.delete("App", namespace, "quantities");
 });
 
 /** What must not change about an object appstack does not own: who wrote it and what it says. */
