@@ -48,7 +48,8 @@ export function killEngines(stack: string | undefined, why: string, log: Logger)
       process.kill(info.pid, "SIGKILL");
       killed++;
       const command = info.args.slice(0, info.args[0] === "stack" ? 2 : 1).join(" ");
-      const named = stack ?? (info.args.includes("--stack") ? info.args[info.args.indexOf("--stack") + 1] : undefined);
+      const at = info.args.indexOf("--stack");
+      const named = stack ?? (at >= 0 ? info.args[at + 1] : undefined);
       log.warn(`killed a Pulumi engine: ${why}`, { pid: info.pid, command, stack: named });
     } catch {
       // Gone meanwhile.
