@@ -17,6 +17,8 @@ export interface EngineSettings {
   readonly passphrase: string;
   /** The cluster the Kubernetes provider talks to; unset means in-cluster or the default rules. */
   readonly kubeconfig?: string;
+  /** The folder holding the CLI as `bin/pulumi`; the pinned build by default. */
+  readonly cliRoot?: string;
 }
 
 /** The file backend's own folder (`.pulumi` below the URL's path); undefined for any other backend. */
@@ -24,12 +26,30 @@ export function fileBackendRoot(backendUrl: string): string | undefined {
   return backendUrl.startsWith("file://") ? join(fileURLToPath(backendUrl), ".pulumi") : undefined;
 }
 
-let command: Promise<PulumiCommand> | undefined;
+const commands = new Map<string, Promise<PulumiCommand>>();
 
-/** The pinned CLI, checked once: the Automation API refuses a CLI older than the SDK. */
-export function pulumiCommand(): Promise<PulumiCommand> {
-  command ??= PulumiCommand.get({ root: dirname(dirname(toolPath("pulumi"))) });
+/**
+ * The CLI, checked once (`pulumi version`: the Automation API refuses a CLI older than the SDK). A
+ * check that failed is not kept, so that the next operation checks again rather than every one
+ * failing until a restart.
+ */
+export function pulumiCommand(root = pinnedCliRoot()): Promise<PulumiCommand> {
+  const kept = commands.get(root);
+  if (kept) return kept;
+  const command = PulumiCommand.get({ root });
+  commands.set(root, command);
+  // Only this check: a forgotten one may fail after the next one has started.
+  command.catch(() => commands.get(root) === command && commands.delete(root));
   return command;
+}
+
+/** Forgets a check still running (it is being killed past its deadline): the next operation checks again. */
+export function forgetPulumiCommand(root = pinnedCliRoot()): void {
+  commands.delete(root);
+}
+
+function pinnedCliRoot(): string {
+  return dirname(dirname(toolPath("pulumi")));
 }
 
 /**
@@ -82,7 +102,7 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
   installProviderPlugin(settings.pulumiHome);
   turnOffAutomaticLogs(settings.pulumiHome);
   return {
-    pulumiCommand: await pulumiCommand(),
+    pulumiCommand: await pulumiCommand(settings.cliRoot),
     pulumiHome: settings.pulumiHome,
     secretsProvider: secretsProviderUrl,
     projectSettings: { name: projectName, runtime: "nodejs", backend: { url: settings.backendUrl } },

@@ -33,24 +33,25 @@ function processes(): ProcessInfo[] {
 }
 
 /**
- * The Pulumi CLI processes this process started that name `stack` (an operation's `--stack`, or
- * the argument of `stack init` and `stack rm`), or all of them (Linux; elsewhere none are found).
+ * The Pulumi CLI processes this process started that have `argument` among their arguments: a
+ * stack's name (an operation's `--stack`, or the argument of `stack init` and `stack rm`), or
+ * `version` (the CLI's check); or all of them (Linux; elsewhere none are found).
  */
-export function enginesOf(stack?: string): ProcessInfo[] {
-  return processes().filter((info) => info.parentPid === process.pid && basename(info.command) === "pulumi" && (stack === undefined || info.args.includes(stack)));
+export function enginesOf(argument?: string): ProcessInfo[] {
+  return processes().filter((info) => info.parentPid === process.pid && basename(info.command) === "pulumi" && (argument === undefined || info.args.includes(argument)));
 }
 
-/** Kills the CLI processes of `stack` (a command past its deadline), or all of them (a handover). */
-export function killEngines(stack: string | undefined, why: string, log: Logger): number {
+/** Kills the CLI processes with `argument` (a command past its deadline), or all of them (a handover). */
+export function killEngines(argument: string | undefined, why: string, log: Logger): number {
   let killed = 0;
-  for (const info of enginesOf(stack)) {
+  for (const info of enginesOf(argument)) {
     try {
       process.kill(info.pid, "SIGKILL");
       killed++;
       const command = info.args.slice(0, info.args[0] === "stack" ? 2 : 1).join(" ");
       const at = info.args.indexOf("--stack");
-      const named = stack ?? (at >= 0 ? info.args[at + 1] : undefined);
-      log.warn(`killed a Pulumi engine: ${why}`, { pid: info.pid, command, stack: named });
+      const stack = at >= 0 ? info.args[at + 1] : info.args[0] === "stack" ? argument : undefined;
+      log.warn(`killed a Pulumi engine: ${why}`, { pid: info.pid, command, stack });
     } catch {
       // Gone meanwhile.
     }

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import yaml from "js-yaml";
 import type { StackOperation } from "../../crds/types.ts";
-import { fileBackendRoot, workspaceOptions, type EngineSettings } from "./engine.ts";
+import { fileBackendRoot, forgetPulumiCommand, workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { answerFromEvents, summaryRecorder } from "./summaries.ts";
@@ -158,10 +158,18 @@ export class StackDriver {
     this.observer = observer;
   }
 
-  private async workspace() {
+  /**
+   * The workspace of a command of `kind`. The first call of a process checks the CLI (`pulumi
+   * version`), which a stalled disk can hold as long as any other command: within the deadline too.
+   */
+  private async workspace(kind: StackOperation["kind"]) {
     // The shared work folder already holds Pulumi.yaml: not passing project settings keeps
     // parallel operations from rewriting it under each other.
-    const { projectSettings, ...options } = await workspaceOptions(this.settings, projectName);
+    const killCheck = () => {
+      forgetPulumiCommand(this.settings.cliRoot);
+      killEngines("version", "pulumi version did not finish within its deadline", this.log);
+    };
+    const { projectSettings, ...options } = await this.command(kind, undefined, "version", () => workspaceOptions(this.settings, projectName), killCheck);
     return { ...options, workDir: this.settings.workDir };
   }
 
@@ -199,9 +207,9 @@ export class StackDriver {
     const checkpoint = this.checkpointBase(name);
     let stack: Stack;
     if (!checkpoint) {
-      const workspace = await this.workspace();
+      const workspace = await this.workspace(kind);
       stack = await this.command(kind, name, "stack select", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, workspace));
-    } else if (await this.exists(name)) stack = await this.selectKnown(name, program);
+    } else if (await this.exists(name)) stack = await this.selectKnown(name, program, kind);
     else stack = await this.createNew(name, program, `${checkpoint}.json`, kind);
     this.stacks.set(name, answerFromEvents(stack));
     return stack;
@@ -216,10 +224,10 @@ export class StackDriver {
     if (template) {
       createFromTemplate(template, this.settings.workDir, checkpointPath, name);
       this.clean.add(name);
-      return this.selectKnown(name, program);
+      return this.selectKnown(name, program, kind);
     }
     const args = { stackName: name, projectName, program };
-    const workspace = await this.workspace();
+    const workspace = await this.workspace(kind);
     try {
       const stack = await this.command(kind, name, "stack init", () => LocalWorkspace.createStack(args, workspace));
       this.clean.add(name);
@@ -244,8 +252,8 @@ export class StackDriver {
    * A stack of the file backend that the file check found: `pulumi stack select` would spend a
    * process only to say so again, and every operation names its stack (`--stack`) anyway.
    */
-  private async selectKnown(name: string, program: PulumiFn): Promise<Stack> {
-    const workspace = await LocalWorkspace.create({ ...(await this.workspace()), program });
+  private async selectKnown(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
+    const workspace = await LocalWorkspace.create({ ...(await this.workspace(kind)), program });
     workspace.selectStack = () => Promise.resolve();
     return Stack.select(name, workspace);
   }
@@ -344,10 +352,10 @@ export class StackDriver {
       if (cached) return cached;
       const program = () => Promise.resolve();
       if (!this.checkpointBase(name)) {
-        const workspace = await this.workspace();
+        const workspace = await this.workspace("destroy");
         return answerFromEvents(await this.command("destroy", name, "stack select", () => LocalWorkspace.selectStack({ stackName: name, projectName, program }, workspace)));
       }
-      return (await this.exists(name)) ? answerFromEvents(await this.selectKnown(name, program)) : undefined;
+      return (await this.exists(name)) ? answerFromEvents(await this.selectKnown(name, program, "destroy")) : undefined;
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw await this.afterFailure(name, error);
       return undefined;
@@ -414,7 +422,7 @@ export class StackDriver {
     const name = templateStackName;
     const checkpoint = this.checkpointBase(name);
     try {
-      const workspace = await this.workspace();
+      const workspace = await this.workspace("up");
       if (!checkpoint || loadTemplate(this.settings.workDir, secretsProviderUrl)) return;
       // Left over if a kill came between its init and its removal: made again from scratch.
       const stack = await this.command("up", name, "stack init", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program: () => Promise.resolve() }, workspace));
@@ -462,7 +470,7 @@ export class StackDriver {
   async exists(name: string): Promise<boolean> {
     const base = this.checkpointBase(name);
     if (base) return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(`${base}${suffix}`));
-    const ws = await LocalWorkspace.create(await this.workspace());
+    const ws = await LocalWorkspace.create(await this.workspace("destroy"));
     return (await this.command("destroy", undefined, "stack ls", () => ws.listStacks())).some((stack) => stack.name === name);
   }
 
@@ -486,7 +494,7 @@ export class StackDriver {
 
   /** Removes a stack's state without touching the cluster (the namespace is being deleted). */
   async forget(name: string): Promise<void> {
-    const ws = await LocalWorkspace.create(await this.workspace());
+    const ws = await LocalWorkspace.create(await this.workspace("destroy"));
     await this.command("destroy", name, "stack rm", () => ws.removeStack(name, { force: true })).catch((error: unknown) => {
       if (!(error instanceof StackNotFoundError)) throw error;
     });
@@ -512,15 +520,16 @@ export class StackDriver {
   }
 
   /**
-   * A Pulumi command that is no engine operation (stack init, select, export, import, rm, ls)
-   * within an operation's deadline: a backend that never answers (a hung file system or object
-   * store) must not hold a worker for ever. The Automation API takes no abort signal for these, so
-   * past the deadline the command is killed rather than asked to stop, and the lock it may leave is
-   * broken; the operation it was part of (`kind`) fails with OperationTimedOut. Without `stack`
+   * A Pulumi command that is no engine operation (stack init, select, export, import, rm, ls; the
+   * CLI's version check) within an operation's deadline: a backend that never answers (a hung file
+   * system or object store) must not hold a worker for ever. The Automation API takes no abort
+   * signal for these, so past the deadline the command is killed (`kill`) rather than asked to
+   * stop, and the lock it may leave is broken; the operation it was part of (`kind`) fails with
+   * OperationTimedOut. Without `stack` or a `kill` of its own
    * (`stack ls`, for backends other than files) its process cannot be told apart from others and
    * is left running: it holds no lock and writes nothing.
    */
-  private async command<T>(kind: StackOperation["kind"], stack: string | undefined, what: string, call: () => Promise<T>): Promise<T> {
+  private async command<T>(kind: StackOperation["kind"], stack: string | undefined, what: string, call: () => Promise<T>, kill: () => Promise<void> | void = () => (stack ? this.stopEngines(stack, `pulumi ${what} did not finish within its deadline`) : undefined)): Promise<T> {
     const started = new Date();
     const deadlineMs = this.deadlineMs();
     const result = await withinDeadline(call(), deadlineMs).catch((error: unknown) => {
@@ -528,7 +537,7 @@ export class StackDriver {
     });
     if (result !== timedOut) return result;
     this.log.warn(`pulumi ${what} passed its deadline; killing it`, { stack, deadlineMs });
-    if (stack) await this.stopEngines(stack, `pulumi ${what} did not finish within its deadline`);
+    await kill();
     throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${what} did not finish within its deadline of ${deadlineMs / 1000} s; it was killed`), deadlineMs);
   }
 
