@@ -249,6 +249,9 @@ function targetTable(appstack: Measured, baseline: Measured): string {
 interface SweepRound {
   readonly concurrency: number;
   readonly round: Round;
+  /** The operator and everything it started, at their peak: the sum of RSS and the PSS. */
+  readonly peakTreeMiB: number;
+  readonly peakTreePssMiB: number;
 }
 
 /** The first size again on a fresh operator per concurrency setting, in namespaces of their own. */
@@ -265,16 +268,16 @@ async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string
     child.kill("SIGTERM");
     await new Promise((resolve) => child.once("exit", resolve));
     console.error(`sweep: concurrency ${concurrency}, ${sweepSize} Apps Ready in ${round.totalSeconds.toFixed(1)} s`);
-    results.push({ concurrency, round });
+    results.push({ concurrency, round, peakTreeMiB: sampler.peakTreeKiB / 1024, peakTreePssMiB: sampler.peakTreePssKiB / 1024 });
   }
   return results;
 }
 
 function sweepTable(rounds: SweepRound[]): string {
   return [
-    `| concurrency | ${sweepSize} new Apps, all Ready | p50 / p95 per App | engine CPU s per App |`,
-    "|---|---|---|---|",
-    ...rounds.map(({ concurrency, round }) => `| ${concurrency}${concurrency === defaultConcurrency() ? " (default here)" : ""} | ${round.totalSeconds.toFixed(1)} s | ${round.p50.toFixed(1)} / ${round.p95.toFixed(1)} s | ${(round.childCpuSeconds / round.n).toFixed(2)} |`),
+    `| concurrency | ${sweepSize} new Apps, all Ready | p50 / p95 per App | engine CPU s per App | peak RSS sum / PSS, operator and everything it started |`,
+    "|---|---|---|---|---|",
+    ...rounds.map(({ concurrency, round, peakTreeMiB, peakTreePssMiB }) => `| ${concurrency}${concurrency === defaultConcurrency() ? " (default here)" : ""} | ${round.totalSeconds.toFixed(1)} s | ${round.p50.toFixed(1)} / ${round.p95.toFixed(1)} s | ${(round.childCpuSeconds / round.n).toFixed(2)} | ${peakTreeMiB.toFixed(0)} / ${peakTreePssMiB.toFixed(0)} MiB |`),
   ].join("\n");
 }
 
