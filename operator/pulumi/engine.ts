@@ -31,16 +31,36 @@ const commands = new Map<string, Promise<PulumiCommand>>();
 /**
  * The CLI, checked once (`pulumi version`: the Automation API refuses a CLI older than the SDK). A
  * check that failed is not kept, so that the next operation checks again rather than every one
- * failing until a restart.
+ * failing until a restart. `pulumiHome` is where the check may write: see checkedInHome.
  */
-export function pulumiCommand(root = pinnedCliRoot()): Promise<PulumiCommand> {
+export function pulumiCommand(pulumiHome: string, root = pinnedCliRoot()): Promise<PulumiCommand> {
   const kept = commands.get(root);
   if (kept) return kept;
-  const command = PulumiCommand.get({ root });
+  const command = checkedInHome(root, pulumiHome);
   commands.set(root, command);
   // Only this check: a forgotten one may fail after the next one has started.
   command.catch(() => commands.get(root) === command && commands.delete(root));
   return command;
+}
+
+/**
+ * `PulumiCommand.get`, with the engines' home. It runs `pulumi version` with this process's own
+ * environment, and Pulumi writes a log of every command into its home: without this, one more
+ * file in the user's ~/.pulumi/logs for every start of the operator, its command line and every
+ * test, where appstack's engines keep theirs apart (and with their logs off). `get` starts the
+ * process before its first await, so the environment is set for exactly that call. Pinned by
+ * test/unit/engine-home.test.ts, which fails if a log lands in the home of this process.
+ */
+function checkedInHome(root: string, pulumiHome: string): Promise<PulumiCommand> {
+  turnOffAutomaticLogs(pulumiHome);
+  const own = process.env["PULUMI_HOME"];
+  process.env["PULUMI_HOME"] = pulumiHome;
+  try {
+    return PulumiCommand.get({ root });
+  } finally {
+    if (own === undefined) delete process.env["PULUMI_HOME"];
+    else process.env["PULUMI_HOME"] = own;
+  }
 }
 
 /** Forgets a check still running (it is being killed past its deadline): the next operation checks again. */
@@ -102,7 +122,7 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
   installProviderPlugin(settings.pulumiHome);
   turnOffAutomaticLogs(settings.pulumiHome);
   return {
-    pulumiCommand: await pulumiCommand(settings.cliRoot),
+    pulumiCommand: await pulumiCommand(settings.pulumiHome, settings.cliRoot),
     pulumiHome: settings.pulumiHome,
     secretsProvider: secretsProviderUrl,
     projectSettings: { name: projectName, runtime: "nodejs", backend: { url: settings.backendUrl } },

@@ -47,7 +47,7 @@ async function providersDuring(work: () => Promise<unknown>): Promise<number> {
 async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
   // PulumiCommand.run is where every Automation API command starts its process (internal to the
   // SDK: if it moves, nothing is counted and the assertions below fail).
-  const command = (await pulumiCommand()) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
+  const command = (await pulumiCommand(join(stateDir, "home"))) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
   const run = command.run.bind(command);
   const seen: string[] = [];
   command.run = (args, ...rest) => {

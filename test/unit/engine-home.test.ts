@@ -3,13 +3,13 @@
 // without its logs folder.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { turnOffAutomaticLogs } from "../../operator/pulumi/engine.ts";
+import { pulumiCommand, turnOffAutomaticLogs } from "../../operator/pulumi/engine.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-engine-home-"));
@@ -46,4 +46,17 @@ test("the pinned CLI writes no automatic logs into an engine home appstack prepa
   assert.equal(listed.stderr, "", "no complaint about the missing logs folder");
   assert.deepEqual(logFiles(home), []);
   assert.ok(statSync(join(home, "logs")).isFile());
+});
+
+// The Automation API's own check of the CLI runs `pulumi version` with this process's environment:
+// left alone, it writes a log into the Pulumi home of whoever runs appstack (their ~/.pulumi).
+test("the CLI's version check writes into the engines' home, not into this process's own Pulumi home", async () => {
+  const own = join(dir, "own-home");
+  process.env["PULUMI_HOME"] = own;
+  const engines = join(dir, "engines-home");
+  const command = await pulumiCommand(engines);
+  assert.ok(command.version, "the check read the CLI's version");
+  assert.equal(existsSync(own), false, "the check wrote into this process's own Pulumi home");
+  assert.equal(process.env["PULUMI_HOME"], own, "this process's environment is left as it was");
+  assert.deepEqual(logFiles(engines), []);
 });
