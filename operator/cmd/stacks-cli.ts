@@ -20,8 +20,10 @@ export async function runStacksCli(args: readonly string[]): Promise<number> {
   }
   const settings = { backendUrl: config.backendUrl, passphrase: config.passphrase, pulumiHome, ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
   const { envVars } = await workspaceOptions(settings, projectName);
-  // Not spawnSync: the key service answers the CLI from this process's event loop.
-  const child = spawn(toolPath("pulumi"), args, { cwd: workDir, env: { ...process.env, ...envVars }, stdio: "inherit" });
+  // Not spawnSync: the key service answers the CLI from this process's event loop. The engines'
+  // home, as the operator's engines have it: the pinned provider plugin, no automatic logs, and
+  // nothing written into the person's own ~/.pulumi.
+  const child = spawn(toolPath("pulumi"), args, { cwd: workDir, env: { ...process.env, ...envVars, PULUMI_HOME: pulumiHome }, stdio: "inherit" });
   return new Promise((resolve) => {
     child.once("error", (error) => {
       process.stderr.write(`appstack stacks: ${error.message}\n`);

@@ -32,9 +32,12 @@ const secretValue = "the-secret-value-4711";
 const program = () => Promise.resolve({ greeting: "hello", secret: pulumi.secret(secretValue) });
 const checkpoint = (stack: string) => join(dir, "backend", ".pulumi", "stacks", projectName, `${stack}.json`);
 
+/** The Pulumi home of the person who runs `appstack stacks`: theirs, not the engines'. */
+const personsHome = join(dir, "persons-pulumi-home");
+
 /** The pinned CLI as a person runs it on the operator's state: `appstack stacks`, which brings the key service. */
 async function cli(...args: string[]): Promise<string> {
-  const env = { ...process.env, APPSTACK_STATE_DIR: dir, APPSTACK_PASSPHRASE: settings.passphrase, APPSTACK_BACKEND_URL: "", PULUMI_CONFIG_PASSPHRASE: "" };
+  const env = { ...process.env, APPSTACK_STATE_DIR: dir, APPSTACK_PASSPHRASE: settings.passphrase, APPSTACK_BACKEND_URL: "", PULUMI_CONFIG_PASSPHRASE: "", PULUMI_HOME: personsHome };
   return (await promisify(execFile)(process.execPath, [join(repoRoot, "operator", "cmd", "cli.ts"), "stacks", ...args, "--non-interactive"], { encoding: "utf8", env })).stdout;
 }
 
@@ -93,4 +96,9 @@ test("a warm-up makes the template ahead of the first new stack, and leaves no s
   await warmed.up("first", program, { refresh: false });
   assert.equal(readFileSync(stackSettingsFile(freshWorkDir, "first"), "utf8"), template.settings, "the first new stack is made from it");
   await warmed.destroy("first");
+});
+
+test("`appstack stacks` runs the CLI in the engines' home (their plugins, no logs), not in the person's own", async () => {
+  await cli("stack", "ls");
+  assert.equal(existsSync(personsHome), false, "the CLI wrote into the person's own Pulumi home");
 });
