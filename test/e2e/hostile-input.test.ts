@@ -164,6 +164,8 @@ test(`${inputs} generated hostile objects through the API server (dry run), ${th
     }
     if (outcome !== "Ready" && outcome !== "AwaitingApproval") {
       assert.ok(ready.message.length > 10, `${name}: ${outcome} without a message`);
+      // What the input was refused for, so that a soak's rare outcomes can be read without a replay.
+      if (outcome.startsWith("Stalled")) console.error(`  ${kind} ${name}: ${outcome}: ${ready.message.slice(0, 400)}`);
       // A name the children cannot carry is the API server's to refuse, not the engine's to find.
       assert.doesNotMatch(ready.message, /must be no more than 63 characters|DNS-1035/, `${name}: accepted with a name its children cannot have`);
       const warned = () => eventsOf(cluster().core, namespace, name).then((events) => (events.some((e) => e.type === "Warning" && e.reason === ready.reason) ? true : undefined));
