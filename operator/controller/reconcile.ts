@@ -129,12 +129,36 @@ export class Reconciler {
     const applied = decodeApplied(object.status?.stack?.appliedFingerprint);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
+    if (decision.action === "none" && this.deps.driver.hasPendingOperations(stack)) return this.finishInterrupted(object, stack, key, observed, log);
     if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log);
     if (decision.action === "none") {
       await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack }, true);
       return;
     }
     return this.apply(object, stack, key, decision, observed, log);
+  }
+
+  /**
+   * The children are as they should be, but an engine killed mid-operation (its writes done, say)
+   * left pending operations in the stack: its record of the cluster is unfinished. `up --refresh`
+   * records the cluster again, a create that went through included (server-side apply adopts it);
+   * under updatePolicy Preview only a refresh runs, which changes nothing and needs no approval.
+   */
+  private async finishInterrupted(object: Workload, stack: string, key: string, observed: Observed, log: Logger): Promise<HandlerResult> {
+    const reason = "an interrupted operation left the stack's record of the cluster unfinished";
+    if (object.spec.updatePolicy !== "Preview") return this.apply(object, stack, key, { action: "apply", reason, refresh: true }, observed, log);
+    log.info("pulumi refresh", { reason });
+    const started = Date.now();
+    const previous: StackStatus = object.status?.stack ?? { name: stack };
+    try {
+      await this.deps.driver.refresh(stack, programFor(object));
+    } catch (error) {
+      if (error instanceof StackBusy) return this.locked(object, observed.deployment, previous, error, log);
+      throw await this.operationFailed(object, key, previous, observed.deployment, error, started, log, object.status?.preview);
+    }
+    log.info("pulumi refresh succeeded", { operation: "refresh", durationMs: Date.now() - started });
+    this.deps.events.record(object, "Normal", "StackRefreshed", `pulumi refresh: ${reason}`);
+    return this.gated(object, stack, key, { action: "none" }, observed, log);
   }
 
   private async apply(object: Workload, stack: string, key: string, decision: Pending, observed: Observed, log: Logger, approved?: Approved): Promise<HandlerResult> {
@@ -215,7 +239,7 @@ export class Reconciler {
       this.deps.plans.discard(stack);
       this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
     } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
-    else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up: ${changes}`);
+    else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up (${decision.reason}): ${changes}`);
   }
 
   /**

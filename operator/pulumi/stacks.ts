@@ -315,13 +315,31 @@ export class StackDriver {
         await this.clearPendingOperations(stack, "up");
         // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
         const separateRefresh = options.refresh && options.plan !== undefined;
-        if (separateRefresh) await this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput, onEvent: summaryRecorder(stack, "refresh"), signal })).summary);
+        if (separateRefresh) await this.runRefresh(name, stack);
         return this.run(name, "up", async (signal) => {
           const onEvent = summaryRecorder(stack, "update");
           return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}) })).summary;
         });
       }),
     );
+  }
+
+  /**
+   * A refresh alone: the stack's record follows the cluster, which it does not change (so it
+   * needs no approval). What is left of an interrupted operation is cleared first.
+   */
+  async refresh(name: string, program: PulumiFn): Promise<StackOperation> {
+    const stack = await this.select(name, program, "refresh");
+    return this.tracked(name, () =>
+      this.unlocked(name, async () => {
+        await this.clearPendingOperations(stack, "refresh");
+        return this.runRefresh(name, stack);
+      }),
+    );
+  }
+
+  private runRefresh(name: string, stack: Stack): Promise<StackOperation> {
+    return this.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal })).summary);
   }
 
   /**
@@ -484,6 +502,20 @@ export class StackDriver {
     if (existsSync(`${base}.json.gz`)) return true;
     if (!existsSync(`${base}.json`)) return false;
     return (this.checkpointFile(base)?.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
+  }
+
+  /**
+   * Whether an engine killed mid-operation left pending operations in the stack's state, which
+   * only the next operation on it clears. Known for the file backend (its checkpoint, read
+   * directly) and for stacks this process ran; other backends' stacks are cleared before their
+   * next operation, as always.
+   */
+  hasPendingOperations(name: string): boolean {
+    if (this.clean.has(name)) return false;
+    const base = this.checkpointBase(name);
+    const pending = (base && this.checkpointFile(base)?.latest?.pending_operations?.length) || 0;
+    if (base && !pending) this.clean.add(name);
+    return pending > 0;
   }
 
   /** The file backend's checkpoint, read directly; undefined when it is absent (or compressed). */

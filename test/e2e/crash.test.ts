@@ -5,14 +5,17 @@ import assert from "node:assert/strict";
 import { existsSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { approveAnnotation } from "../../crds/types.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
-import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { eventually, eventWithReason, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites, type Hold } from "../helpers/hold.ts";
-import { disposeOperator, lockFiles, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, lockFiles, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
 const cluster = useCluster(undefined, () => disposeOperator(operator));
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 const orphans = (stateDir: string) => orphanedPlugins(join(stateDir, "pulumi-home"));
 
@@ -101,6 +104,41 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
   assert.equal((await apps.readNamespacedDeployment({ name, namespace: "default" })).status?.readyReplicas, 2);
   assert.deepEqual(lockFiles(stateDir), []);
   assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
+});
+
+test("killed after a drift repair's write went through, a restarted operator finishes the stack's record, with and without updatePolicy Preview", async () => {
+  const { cluster: local, apps } = cluster();
+  const workloads = new Workloads(local.kubeconfig);
+  await disposeOperator(operator);
+  operator = await startOperatorProcess(local.kubeconfig);
+  const stateDir = operator.stateDir;
+  for (const updatePolicy of ["Auto", "Preview"] as const) {
+    const name = `resumed-${updatePolicy.toLowerCase()}`;
+    await workloads.create({ kind: "App", metadata: { name, namespace: "default" }, spec: { image: "nginx:1.27", replicas: 2, port: 80, updatePolicy } });
+    await workloads.readyApproving("App", "default", name);
+    // The repair's write (the engine's apply) is held, and lets through once the engine is dead:
+    // the children are right again, the stack still records the update as pending.
+    const repairing = await holdWrites(local, "deployments", "UPDATE", "default", name, /^appstack$/);
+    await apps.patchNamespacedDeployment({ name, namespace: "default", body: { spec: { replicas: 4 } } }, mergePatch);
+    if (updatePolicy === "Preview") {
+      const planId = await eventually("the repair's plan", async () => (await workloads.get("App", "default", name)).status?.preview?.planId);
+      await workloads.approve("App", "default", name, planId);
+    }
+    await crashDuringOperation(operator, repairing);
+    await eventually("the held repair to reach the Deployment", async () => ((await apps.readNamespacedDeployment({ name, namespace: "default" })).spec?.replicas === 2 ? true : undefined));
+    assert.match(pendingOperations(stateDir, "App", "default", name).join(), /^updating .*Deployment::/, "the killed repair left its update pending");
+
+    operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+    await eventually(`${name}'s pending operation to be cleared`, async () => (pendingOperations(stateDir, "App", "default", name).length ? undefined : true), 60_000);
+    // Under Preview nothing may change the cluster unapproved: a refresh alone finished the record.
+    const finished = { Auto: "StackUpdated", Preview: "StackRefreshed" }[updatePolicy];
+    await eventWithReason(cluster().core, "default", name, finished, (message) => /interrupted operation/.test(message));
+    const ready = await workloads.readyApproving("App", "default", name);
+    assert.equal(ready.status?.preview, undefined);
+    assert.equal((await apps.readNamespacedDeployment({ name, namespace: "default" })).spec?.replicas, 2);
+    assert.deepEqual(lockFiles(stateDir), []);
+    assert.deepEqual(orphans(stateDir), [], "the restarted operator killed the orphaned provider");
+  }
 });
 
 test("an attributes file a killed engine tore (empty) is repaired: the object still updates, and still deletes after a restart", async () => {

@@ -4,17 +4,16 @@
 // left behind: no lock, no pending operation, no stack of a deleted object, no stray Deployment,
 // no plugin process. The random source is seeded; the seed is printed (APPSTACK_KILL_SEED replays it).
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
-import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { seedFrom } from "../helpers/random.ts";
-import { disposeOperator, firstPassDone, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { checkpointPath, disposeOperator, firstPassDone, httpGet, lockFiles, metricValue, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const kills = Number(process.env["APPSTACK_KILLS"] ?? "20");
 const namespace = "default";
@@ -92,7 +91,7 @@ test(`${kills} SIGKILLs at random moments of up, destroy, refresh and preview: e
   }
   for (const name of deleted) {
     await workloads.gone("App", namespace, name, 180_000);
-    assert.ok(!existsSync(join(operator.stateDir, "backend", ".pulumi", "stacks", "appstack", `${stackName("App", namespace, name)}.json`)), `${name}'s stack survived its object`);
+    assert.ok(!existsSync(checkpointPath(operator.stateDir, "App", namespace, name)), `${name}'s stack survived its object`);
   }
   // No Deployment or Service without its live object, none twice.
   await eventually("the deleted objects' children to be gone", async () => {
@@ -104,8 +103,7 @@ test(`${kills} SIGKILLs at random moments of up, destroy, refresh and preview: e
   await operator.stop();
   assert.deepEqual(lockFiles(operator.stateDir), []);
   for (const name of live.keys()) {
-    const checkpoint = JSON.parse(readFileSync(join(operator.stateDir, "backend", ".pulumi", "stacks", "appstack", `${stackName("App", namespace, name)}.json`), "utf8")) as { checkpoint: { latest?: { pending_operations?: unknown[] } } };
-    assert.deepEqual(checkpoint.checkpoint.latest?.pending_operations ?? [], [], `${name} has pending operations`);
+    assert.deepEqual(pendingOperations(operator.stateDir, "App", namespace, name), [], `${name} has pending operations`);
   }
   assert.deepEqual(orphanedPlugins(join(operator.stateDir, "pulumi-home")), []);
 });

@@ -1,7 +1,7 @@
 // Runs the operator as users run it: its own process, against a test cluster, state in a temporary
 // folder. The test reads results from the API server, never from the operator.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
@@ -10,6 +10,7 @@ import { approveAnnotation, group, plurals, version, type PreviewStatus, type Wo
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
@@ -291,4 +292,15 @@ export function lockFiles(stateDir: string): string[] {
   };
   walk(root);
   return files;
+}
+
+/** Where an operator's file backend keeps the checkpoint of an object's stack. */
+export function checkpointPath(stateDir: string, kind: WorkloadKind, namespace: string, name: string): string {
+  return join(stateDir, "backend", ".pulumi", "stacks", "appstack", `${stackName(kind, namespace, name)}.json`);
+}
+
+/** The pending operations an interrupted engine left in an object's stack (`type` and URN each). */
+export function pendingOperations(stateDir: string, kind: WorkloadKind, namespace: string, name: string): string[] {
+  const file = JSON.parse(readFileSync(checkpointPath(stateDir, kind, namespace, name), "utf8")) as { checkpoint: { latest?: { pending_operations?: { type: string; resource: { urn: string } }[] } } };
+  return (file.checkpoint.latest?.pending_operations ?? []).map((operation) => `${operation.type} ${operation.resource.urn}`);
 }
