@@ -37,6 +37,15 @@ const resourceList = (description: string): JsonSchema => ({
       rule: "self.all(name, !quantity(string(self[name])).isLessThan(quantity('0')) && quantity(string(self[name])).isLessThan(quantity('9223372036854775807')))",
       message: "each quantity must be at least 0 and less than 9223372036854775807 (2^63-1), the largest a Kubernetes quantity holds",
     },
+    {
+      // Found by the hostile-input soak: `nvidia.com/gpu: 100m` passed here and failed at the Deployment.
+      rule: "self.all(name, !name.contains('/') || quantity(string(self[name])).isInteger())",
+      message: "an extended resource (such as example.com/gpu) counts whole units: 1, not 100m",
+    },
+    {
+      rule: "self.all(name, !name.startsWith('hugepages-') || (isQuantity(name.substring(10)) && quantity(name.substring(10)).isInteger() && quantity(name.substring(10)).asInteger() > 0 && quantity(string(self[name])).isInteger() && quantity(string(self[name])).asInteger() % quantity(name.substring(10)).asInteger() == 0))",
+      message: "hugepages-<size> takes a whole multiple of its page size, such as hugepages-2Mi: 4Mi",
+    },
   ],
 });
 
@@ -51,6 +60,15 @@ const resources: JsonSchema = {
     {
       rule: "!has(self.requests) || !has(self.limits) || self.requests.all(r, !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",
       message: "every request must be less than or equal to its limit",
+    },
+    {
+      // The Pod API overcommits neither: a request without its limit, or another, fails at the Deployment.
+      rule: "!has(self.requests) || self.requests.all(r, !(r.contains('/') || r.startsWith('hugepages-')) || (has(self.limits) && r in self.limits && quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) == 0))",
+      message: "extended resources (such as example.com/gpu) and hugepages-<size> are not overcommitted: each request needs a limit equal to it",
+    },
+    {
+      rule: "!((has(self.requests) && self.requests.exists(r, r.startsWith('hugepages-'))) || (has(self.limits) && self.limits.exists(r, r.startsWith('hugepages-')))) || (has(self.requests) && self.requests.exists(r, r in ['cpu', 'memory'])) || (has(self.limits) && self.limits.exists(r, r in ['cpu', 'memory']))",
+      message: "hugepages-<size> need a cpu or memory request or limit too",
     },
   ],
 };

@@ -160,6 +160,13 @@ test("the API server rejects invalid specs with a clear message", async () => {
     // Found by the hostile-input soak: stored capped at 2^63-1, it was drift for ever.
     [{ image: "nginx", resources: { limits: { cpu: "999999999999999999999Ei" } } }, /each quantity must be at least 0 and less than 9223372036854775807/],
     [{ image: "nginx", resources: { requests: { memory: "-1Gi" } } }, /each quantity must be at least 0/],
+    // Found by the hostile-input soak: refused only at the Deployment, so the App went Stalled.
+    [{ image: "nginx", resources: { requests: { "example.com/gpu": "100m" }, limits: { "example.com/gpu": "100m" } } }, /counts whole units/],
+    [{ image: "nginx", resources: { requests: { "example.com/gpu": 1 } } }, /each request needs a limit equal to it/],
+    [{ image: "nginx", resources: { requests: { "example.com/gpu": 1 }, limits: { "example.com/gpu": 2 } } }, /each request needs a limit equal to it/],
+    [{ image: "nginx", resources: { requests: { memory: "1Gi", "hugepages-2Mi": "3Mi" }, limits: { "hugepages-2Mi": "3Mi" } } }, /whole multiple of its page size/],
+    [{ image: "nginx", resources: { limits: { "hugepages-huge": "4Mi" } } }, /whole multiple of its page size/],
+    [{ image: "nginx", resources: { limits: { "hugepages-2Mi": "4Mi" } } }, /need a cpu or memory request or limit too/],
   ];
   for (const [spec, message] of invalid) {
     await assert.rejects(workloads.create(app("bad", "team-a", spec)), (error: { code?: number; body?: unknown }) => {
@@ -170,6 +177,25 @@ test("the API server rejects invalid specs with a clear message", async () => {
     });
   }
   await assert.rejects(workloads.create({ kind: "Memcached", metadata: { name: "bad", namespace: "team-a" }, spec: { size: 101 } }), /spec\.size/);
+
+  // The rules on extended resources and hugepages are the Pod API's, no stricter: what its
+  // Deployment refuses the App refuses, and what it takes the App takes.
+  const deploymentTakes = (resources: unknown) => {
+    const labels = { app: "resources-check" };
+    const body = { metadata: { name: "resources-check" }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "app", image: "nginx", resources }] } } } };
+    return cluster().apps.createNamespacedDeployment({ namespace: "team-a", body: body as V1Deployment, dryRun: "All" }).then(() => true, () => false);
+  };
+  for (const [spec] of invalid.filter(([spec]) => /example\.com|hugepages-/.test(JSON.stringify(spec)))) assert.equal(await deploymentTakes(spec["resources"]), false, JSON.stringify(spec));
+  const valid = [
+    { requests: { "example.com/gpu": 2 }, limits: { "example.com/gpu": "2" } },
+    { limits: { "example.com/gpu": 1 } },
+    { requests: { memory: "1Gi", "hugepages-2Mi": "4Mi" }, limits: { "hugepages-2Mi": "4Mi" } },
+    { limits: { cpu: "1", "hugepages-1Gi": "2Gi" } },
+  ];
+  for (const resources of valid) {
+    assert.equal(await deploymentTakes(resources), true, JSON.stringify(resources));
+    await workloads.create(app("fine", "team-a", { image: "nginx", resources }), { dryRun: true });
+  }
 });
 
 test("a failing object goes Stalled with the engine's message while another still becomes Ready", async () => {

@@ -114,9 +114,10 @@ export class Workloads {
     this.api = loadKubeConfig(kubeconfig).makeApiClient(CustomObjectsApi);
   }
 
-  async create(object: { kind: WorkloadKind; metadata: { name: string; namespace: string }; spec: unknown }): Promise<Workload> {
+  /** Creates the object; with `dryRun`, only validates it (a server-side dry run). */
+  async create(object: { kind: WorkloadKind; metadata: { name: string; namespace: string }; spec: unknown }, options: { dryRun?: boolean } = {}): Promise<Workload> {
     const body = { apiVersion: `${group}/${version}`, ...object };
-    return (await this.api.createNamespacedCustomObject({ group, version, plural: plurals[object.kind], namespace: object.metadata.namespace, body })) as Workload;
+    return (await this.api.createNamespacedCustomObject({ group, version, plural: plurals[object.kind], namespace: object.metadata.namespace, body, ...(options.dryRun ? { dryRun: "All" } : {}) })) as Workload;
   }
 
   async get(kind: WorkloadKind, namespace: string, name: string): Promise<Workload> {
