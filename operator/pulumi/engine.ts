@@ -26,21 +26,36 @@ export function fileBackendRoot(backendUrl: string): string | undefined {
   return backendUrl.startsWith("file://") ? join(fileURLToPath(backendUrl), ".pulumi") : undefined;
 }
 
-const commands = new Map<string, Promise<PulumiCommand>>();
+/**
+ * Promises kept per key, one start each; one that fails is dropped, so that the next call starts
+ * again rather than every later one failing until a restart. Only the failed one is dropped: a
+ * forgotten start may fail after the next one began.
+ */
+class KeptUnlessFailed<T> {
+  private readonly kept = new Map<string, Promise<T>>();
+
+  get(key: string, start: () => Promise<T>): Promise<T> {
+    const kept = this.kept.get(key);
+    if (kept) return kept;
+    const started = start();
+    this.kept.set(key, started);
+    started.catch(() => this.kept.get(key) === started && this.kept.delete(key));
+    return started;
+  }
+
+  forget(key: string): void {
+    this.kept.delete(key);
+  }
+}
+
+const commands = new KeptUnlessFailed<PulumiCommand>();
 
 /**
- * The CLI, checked once (`pulumi version`: the Automation API refuses a CLI older than the SDK). A
- * check that failed is not kept, so that the next operation checks again rather than every one
- * failing until a restart. `pulumiHome` is where the check may write: see checkedInHome.
+ * The CLI, checked once (`pulumi version`: the Automation API refuses a CLI older than the SDK);
+ * a failed check is checked again. `pulumiHome` is where the check may write: see checkedInHome.
  */
 export function pulumiCommand(pulumiHome: string, root = pinnedCliRoot()): Promise<PulumiCommand> {
-  const kept = commands.get(root);
-  if (kept) return kept;
-  const command = checkedInHome(root, pulumiHome);
-  commands.set(root, command);
-  // Only this check: a forgotten one may fail after the next one has started.
-  command.catch(() => commands.get(root) === command && commands.delete(root));
-  return command;
+  return commands.get(root, () => checkedInHome(root, pulumiHome));
 }
 
 /**
@@ -65,7 +80,7 @@ function checkedInHome(root: string, pulumiHome: string): Promise<PulumiCommand>
 
 /** Forgets a check still running (it is being killed past its deadline): the next operation checks again. */
 export function forgetPulumiCommand(root = pinnedCliRoot()): void {
-  commands.delete(root);
+  commands.forget(root);
 }
 
 function pinnedCliRoot(): string {
@@ -105,17 +120,11 @@ export function turnOffAutomaticLogs(pulumiHome: string): void {
   writeFileSync(logs, "Pulumi's automatic logs are off for appstack's engines: see operator/pulumi/engine.ts\n");
 }
 
-const keyServices = new Map<string, Promise<KeyService>>();
+const keyServices = new KeptUnlessFailed<KeyService>();
 
 /** The key service of `passphrase`: one per passphrase and process, started on first use. */
 export function keyServiceFor(passphrase: string): Promise<KeyService> {
-  let service = keyServices.get(passphrase);
-  if (!service) {
-    service = startKeyService(passphrase);
-    keyServices.set(passphrase, service);
-    service.catch(() => keyServices.delete(passphrase)); // the next operation tries again
-  }
-  return service;
+  return keyServices.get(passphrase, () => startKeyService(passphrase));
 }
 
 export async function workspaceOptions(settings: EngineSettings, projectName: string): Promise<LocalWorkspaceOptions> {
