@@ -489,7 +489,9 @@ export class StackDriver {
     const base = this.checkpointBase(name);
     if (base) return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(`${base}${suffix}`));
     const ws = await LocalWorkspace.create(await this.workspace("destroy"));
-    return (await this.command("destroy", undefined, "stack ls", () => ws.listStacks())).some((stack) => stack.name === name);
+    // Any `stack ls` of this process past one's deadline is on the same unanswering backend.
+    const kill = () => void killEngines("ls", "pulumi stack ls did not finish within its deadline", this.log);
+    return (await this.command("destroy", undefined, "stack ls", () => ws.listStacks(), kill)).some((stack) => stack.name === name);
   }
 
   /**
@@ -557,9 +559,8 @@ export class StackDriver {
    * system or object store) must not hold a worker for ever. The Automation API takes no abort
    * signal for these, so past the deadline the command is killed (`kill`) rather than asked to
    * stop, and the lock it may leave is broken; the operation it was part of (`kind`) fails with
-   * OperationTimedOut. Without `stack` or a `kill` of its own
-   * (`stack ls`, for backends other than files) its process cannot be told apart from others and
-   * is left running: it holds no lock and writes nothing.
+   * OperationTimedOut. A command of no stack (the version check, `stack ls`) brings a `kill` of
+   * its own, which finds its process by its arguments.
    */
   private async command<T>(kind: StackOperation["kind"], stack: string | undefined, what: string, call: () => Promise<T>, kill: () => Promise<void> | void = () => (stack ? this.stopEngines(stack, `pulumi ${what} did not finish within its deadline`) : undefined)): Promise<T> {
     const started = new Date();

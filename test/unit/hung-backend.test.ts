@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -87,4 +88,22 @@ test("with a backend that never answers, stack init, export and rm end at the de
   await driver.forget("new");
   assert.equal(await driver.exists("new"), false);
   await restarted.destroy("existing");
+});
+
+test("with a backend other than files that never answers, stack ls (whether a stack exists) ends at the deadline", { timeout: 60_000 }, async () => {
+  // A Pulumi Cloud URL on loopback whose server takes connections and never says a word.
+  const connections = new Set<Socket>();
+  const server = createServer((socket) => connections.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  process.env["PULUMI_ACCESS_TOKEN"] = "pul-appstack-hung-backend-test";
+  try {
+    const driver = new StackDriver({ ...settings, backendUrl: url, workDir: prepareWorkDir(join(dir, "cloud-work"), url) }, log);
+    await timesOut(driver.exists("any"), "stack ls");
+    assert.ok(connections.size > 0, "the CLI never reached the backend: the test proves nothing");
+  } finally {
+    delete process.env["PULUMI_ACCESS_TOKEN"];
+    for (const socket of connections) socket.destroy();
+    server.close();
+  }
 });
