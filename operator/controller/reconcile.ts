@@ -157,7 +157,7 @@ export class Reconciler {
       throw await this.operationFailed(object, key, previous, observed.deployment, error, started, log, object.status?.preview);
     }
     log.info("pulumi refresh succeeded", { operation: "refresh", durationMs: Date.now() - started });
-    this.deps.events.record(object, "Normal", "StackRefreshed", `pulumi refresh: ${reason}`);
+    this.deps.events.record(object, "Normal", "StackRefreshed", `${reason}; recorded again by pulumi refresh`);
     return this.gated(object, stack, key, { action: "none" }, observed, log);
   }
 
@@ -239,7 +239,7 @@ export class Reconciler {
       this.deps.plans.discard(stack);
       this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
     } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
-    else this.deps.events.record(object, "Normal", "StackUpdated", `pulumi up (${decision.reason}): ${changes}`);
+    else this.deps.events.record(object, "Normal", "StackUpdated", `${decision.reason}; applied by pulumi up (${changes})`);
   }
 
   /**
