@@ -260,12 +260,9 @@ export class StackDriver {
 
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
   private async clearPendingOperations(stack: Stack, kind: StackOperation["kind"]): Promise<void> {
-    if (this.clean.has(stack.name)) return;
-    // The file backend's checkpoint says so without a process (`stack export`): after a restart,
-    // every stack would otherwise cost one more.
-    const base = this.checkpointBase(stack.name);
-    const file = base ? this.checkpointFile(base) : undefined;
-    if (file && !file.latest?.pending_operations?.length) return;
+    // Known without a process (`stack export`) for the file backend: after a restart, every stack
+    // would otherwise cost one more.
+    if (this.pendingOperationsKnown(stack.name) === false) return;
     const state = await this.command(kind, stack.name, "stack export", () => stack.exportStack());
     const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
     if (!deployment?.pending_operations?.length) return;
@@ -513,11 +510,18 @@ export class StackDriver {
    * next operation, as always.
    */
   hasPendingOperations(name: string): boolean {
+    return this.pendingOperationsKnown(name) === true;
+  }
+
+  /** Whether the stack has pending operations, where that is known without a Pulumi process; undefined where not. */
+  private pendingOperationsKnown(name: string): boolean | undefined {
     if (this.clean.has(name)) return false;
     const base = this.checkpointBase(name);
-    const pending = (base && this.checkpointFile(base)?.latest?.pending_operations?.length) || 0;
-    if (base && !pending) this.clean.add(name);
-    return pending > 0;
+    const file = base ? this.checkpointFile(base) : undefined;
+    if (!file) return undefined;
+    if (file.latest?.pending_operations?.length) return true;
+    this.clean.add(name);
+    return false;
   }
 
   /** The file backend's checkpoint, read directly; undefined when it is absent (or compressed). */
