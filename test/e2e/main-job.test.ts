@@ -2,7 +2,9 @@
 // group, so a Ctrl-C reaches npm and the operator at once, as a terminal's does), kubectl in
 // another with the lines it prints, Ctrl-C; then `npm start` again in the terminal that still
 // exports the first run's KUBECONFIG, stopped with two Ctrl-Cs. Each run has a new local cluster,
-// and nothing of it may be left once it has stopped.
+// and nothing of it may be left once it has stopped. The second Ctrl-C goes to a job that is
+// provably still stopping: an operation's write is held in admission, so the graceful stop waits
+// for it (a job that stops quickly would already be gone, and the second Ctrl-C would race it).
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -11,8 +13,10 @@ import { dirname, join } from "node:path";
 import { after, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sameSignalMs } from "../../operator/manager/signals.ts";
+import { fieldManager } from "../../components/metadata.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
 import { Workloads } from "../helpers/operator.ts";
 import { processesMentioning } from "../helpers/proctree.ts";
 
@@ -111,15 +115,21 @@ test("the main job with --samples, as a newcomer runs it twice: kubectl from the
     assert.notEqual(fresh, kubeconfig);
     assert.match(second.output(), /which has stopped; starting a new local cluster/);
     kubeconfig = fresh;
+    // An operation in flight that cannot finish: the engine's update of the Deployment is held.
+    const hold = await holdWrites({ kubeconfig, dir: dirname(kubeconfig) }, "deployments", "UPDATE", "default", "hello", new RegExp(`^${fieldManager}$`));
+    await new Workloads(kubeconfig).mergeSpec("App", "default", "hello", { replicas: 3 });
+    await hold.held;
   } catch (error) {
     console.error(second.output().split("\n").slice(-40).join("\n"));
+    second.ctrlC();
     throw error;
-  } finally {
-    // Two Ctrl-Cs, as a person presses them: the second stops at once.
-    second.ctrlC();
-    await sleep(sameSignalMs + 300);
-    second.ctrlC();
   }
+  // Two Ctrl-Cs, as a person presses them: the first starts the graceful stop, which waits for
+  // the held operation; the second, once it is no copy of the first, stops at once.
+  second.ctrlC();
+  await eventually("the graceful stop to begin", async () => /stopping: letting running operations finish/.test(second.output()) || undefined);
+  await sleep(sameSignalMs + 300);
+  second.ctrlC();
   const stopped = await second.exited;
   assert.notEqual(stopped.code, 0, stopped.printed.split("\n").slice(-20).join("\n"));
   assert.match(stopped.printed, /second signal: stopping at once/);

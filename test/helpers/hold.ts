@@ -31,7 +31,7 @@ const groups = { deployments: "apps", services: "" } as const;
  * Holds `operation`s of the Deployments (or Services) named `name` in `namespace`; with
  * `fieldManager`, only the writes of a matching field manager (the engine's, not a person's).
  */
-export async function holdWrites(local: LocalCluster, resource: keyof typeof groups, operation: "CREATE" | "UPDATE" | "DELETE", namespace: string, name: string, fieldManager?: RegExp): Promise<Hold> {
+export async function holdWrites(local: Pick<LocalCluster, "kubeconfig" | "dir">, resource: keyof typeof groups, operation: "CREATE" | "UPDATE" | "DELETE", namespace: string, name: string, fieldManager?: RegExp): Promise<Hold> {
   const kc = loadKubeConfig(local.kubeconfig);
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const waiting: Array<() => void> = [];
