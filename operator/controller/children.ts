@@ -11,6 +11,7 @@ import type { Workload } from "../../crds/types.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
 import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
+import type { RecordedChild } from "../pulumi/stacks.ts";
 import type { Watcher } from "./watch.ts";
 
 export type ChildState =
@@ -119,11 +120,21 @@ export class Children {
     return handed;
   }
 
+  /**
+   * Which of `recorded` (the children a stack's state names) exist now as someone else's object:
+   * a child deleted by hand whose name another object took since. Asked of the API server: what
+   * the engine would update or delete next must be judged on the object as it is now.
+   */
+  async foreignAmong(object: Workload, recorded: readonly RecordedChild[]): Promise<{ readonly child: RecordedChild; readonly controller?: string }[]> {
+    const judged = await Promise.all(recorded.map(async (child) => ({ child, live: await this.read(child.namespace, child) })));
+    return judged.filter(({ live }) => live && !isControlledBy(live, object)).map(({ child, live }) => ({ child, controller: controllerOf(live!) }));
+  }
+
   private cached(namespace: string, child: ChildManifest): KubernetesObject | undefined {
     return child.kind === "Deployment" ? this.watcher.deployment(namespace, child.name) : this.watcher.service(namespace, child.name);
   }
 
-  private async read(namespace: string, child: ChildManifest): Promise<KubernetesObject | undefined> {
+  private async read(namespace: string, child: Pick<ChildManifest, "kind" | "name">): Promise<KubernetesObject | undefined> {
     const { name } = child;
     if (child.kind === "Deployment") return orUndefined<V1Deployment>(() => this.clients.apps.readNamespacedDeployment({ name, namespace }));
     return orUndefined<V1Service>(() => this.clients.core.readNamespacedService({ name, namespace }));

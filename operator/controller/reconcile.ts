@@ -89,7 +89,9 @@ export class Reconciler {
     try {
       return await this.reconcileKey(key);
     } catch (error) {
-      if (!(error instanceof ReportedFailure) && !(error instanceof OperationInterrupted)) await this.unexpected(key, error);
+      // Stopped for the handover: no failure, and nothing to retry here.
+      if (error instanceof OperationInterrupted) return { outcome: "interrupted" };
+      if (!(error instanceof ReportedFailure)) await this.unexpected(key, error);
       throw error;
     }
   }
@@ -104,13 +106,13 @@ export class Reconciler {
       // ownerReferences; the stack state must not linger in the backend. Forgetting is for good,
       // so the cache's word is checked with the API server first.
       if (!(await this.deps.driver.exists(stack))) return;
-      if (await readWorkload(this.deps.clients, objectKey)) return { requeueAfterMs: busyRetryMs };
+      if (await readWorkload(this.deps.clients, objectKey)) return { outcome: "requeued", requeueAfterMs: busyRetryMs };
       this.deps.log.warn("object deleted without its finalizer; removing its stack state", { object: key, stack });
       await this.deps.driver.forget(stack);
-      return;
+      return { outcome: "forgotten" };
     }
     const claim = `${namespace}/${name}`;
-    if ((this.claimed.get(claim) ?? key) !== key) return { requeueAfterMs: sameNameRetryMs };
+    if ((this.claimed.get(claim) ?? key) !== key) return { outcome: "requeued", requeueAfterMs: sameNameRetryMs };
     this.claimed.set(claim, key);
     try {
       const object = { ...cached, status: this.written.get(cached.metadata.uid) ?? cached.status } as Workload;
@@ -172,6 +174,7 @@ export class Reconciler {
     const started = Date.now();
     let operation: StackOperation;
     try {
+      await this.dropForeign(object, stack, log);
       operation = await this.up(object, stack, refreshes(decision), log, approved);
     } catch (error) {
       if (error instanceof StackBusy) return this.locked(object, observed.deployment, previous, error, log);
@@ -229,6 +232,21 @@ export class Reconciler {
     if (decision.action !== "repair") return;
     const handed = await this.children.handOverEdits(object, observed);
     if (handed) log.info("imperative edits handed over to appstack's field manager", { children: handed });
+  }
+
+  /**
+   * Every child the stack's state records is checked before the engine may update or delete it,
+   * not only those the spec wants now: a child deleted by hand whose name someone else's object
+   * took since (then dropped from the spec, or its object deleted) would otherwise be deleted by
+   * `up` or `destroy` as the stack's own. Such an object leaves the stack's state, untouched.
+   */
+  private async dropForeign(object: Workload, stack: string, log: Logger): Promise<void> {
+    const foreign = await this.children.foreignAmong(object, await this.deps.driver.recordedChildren(stack));
+    if (!foreign.length) return;
+    await this.deps.driver.dropResources(stack, foreign.map((f) => f.child));
+    const named = foreign.map(({ child, controller }) => `${child.kind} ${child.namespace}/${child.name} (${controller ? `controlled by ${controller}` : "not created by appstack"})`);
+    log.warn("the stack's state names objects that are not this object's; dropped from the state, left untouched", { dropped: named });
+    this.deps.events.record(object, "Warning", "ForeignResourceDropped", `${named.join(" and ")} took the name of a child this ${object.kind} had; it was dropped from the stack's state, and appstack neither changes nor deletes it`);
   }
 
   /** Says what a successful `up` did; an approval it carried out is used up. */
@@ -314,6 +332,7 @@ export class Reconciler {
     const started = Date.now();
     let planned: Awaited<ReturnType<StackDriver["preview"]>>;
     try {
+      await this.dropForeign(object, stack, log);
       planned = await this.deps.driver.preview(stack, programFor(object), { refresh: refreshes(decision), plan: draft });
     } catch (error) {
       this.deps.plans.discard(stack, draft);
@@ -348,9 +367,9 @@ export class Reconciler {
     const observed = await this.children.observe(object);
     await this.report(object, observed.deployment, { kind: "deleting", message: "destroying the stack" }, object.status?.stack ?? { name: stack }, false).catch(() => undefined);
     const started = Date.now();
+    let forgotten = false;
     try {
-      // A child of this name that someone else made since is not ours to delete: out of the stack first.
-      if (observed.conflicts.length) await this.deps.driver.dropResources(stack, observed.conflicts.map((c) => ({ kind: c.child.kind, namespace: object.metadata.namespace, name: c.child.name })));
+      await this.dropForeign(object, stack, log);
       const operation = await this.deps.driver.destroy(stack);
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
@@ -368,11 +387,12 @@ export class Reconciler {
       log.warn("namespace is terminating; forgetting the stack instead of destroying it", { error: message });
       this.deps.events.record(object, "Warning", "StackForgotten", `destroy failed ${attempt} times while the namespace is terminating; the stack state was removed and the namespace deletion removes the children`);
       await this.deps.driver.forget(stack);
+      forgotten = true;
     }
     this.deps.plans.discard(stack);
     await removeFinalizer(this.deps.clients, object);
     this.written.delete(object.metadata.uid);
-    return undefined;
+    return forgotten ? { outcome: "forgotten" } : undefined;
   }
 
   /**
@@ -384,7 +404,7 @@ export class Reconciler {
     log.info("stack locked by another engine; retrying", { error: error.message, retryInMs: busyRetryMs });
     this.deps.events.record(object, "Warning", "StackLocked", error.message);
     await this.report(object, deployment, { kind: "progressing", reason: "StackLocked", message: error.message }, stack, false).catch(() => undefined);
-    return { requeueAfterMs: busyRetryMs };
+    return { outcome: "locked", requeueAfterMs: busyRetryMs };
   }
 
   private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean, preview?: PreviewStatus): Promise<void> {

@@ -35,6 +35,30 @@ export const defaultOperationTimeoutMs = 300_000;
 const maxKillGraceMs = 30_000;
 const cancelledWhy = "it did not stop when its deadline cancelled it";
 
+/** A child of an object as a stack's state records it. */
+export interface RecordedChild {
+  readonly kind: "Deployment" | "Service";
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** A resource of a stack's state, as far as appstack reads it. */
+interface StateResource {
+  readonly type: string;
+  /** For a Kubernetes resource, `<namespace>/<name>`. */
+  readonly id?: string;
+}
+
+const childTypes = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" } as const;
+
+function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
+  return resources.flatMap((resource) => {
+    const kind = (Object.keys(childTypes) as RecordedChild["kind"][]).find((k) => childTypes[k] === resource.type);
+    const [namespace, name] = (resource.id ?? "").split("/");
+    return kind && namespace && name ? [{ kind, namespace, name }] : [];
+  });
+}
+
 /** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
 export function prepareWorkDir(workDir: string, backendUrl: string): string {
   mkdirSync(workDir, { recursive: true });
@@ -378,17 +402,30 @@ export class StackDriver {
   }
 
   /**
+   * The children the stack's state records: what its next `up` may update or delete, and its
+   * `destroy` deletes. The file backend's checkpoint is read directly; other backends' state is
+   * exported.
+   */
+  async recordedChildren(name: string): Promise<RecordedChild[]> {
+    const base = this.checkpointBase(name);
+    if (base && !existsSync(`${base}.json.gz`)) return childrenIn(this.checkpointFile(base)?.latest?.resources ?? []);
+    const stack = await this.existing(name);
+    if (!stack) return [];
+    const state = await this.command("up", name, "stack export", () => stack.exportStack());
+    return childrenIn((state.deployment as { resources?: StateResource[] } | undefined)?.resources ?? []);
+  }
+
+  /**
    * Removes resources from the stack's state without touching the cluster: objects of those names
    * that someone else made are not the stack's to update or delete any more.
    */
-  async dropResources(name: string, resources: readonly { kind: "Deployment" | "Service"; namespace: string; name: string }[]): Promise<void> {
+  async dropResources(name: string, resources: readonly RecordedChild[]): Promise<void> {
     const stack = await this.existing(name);
     if (!stack) return;
-    const types = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" };
-    const drop = new Set(resources.map((r) => `${types[r.kind]} ${r.namespace}/${r.name}`));
+    const drop = new Set(resources.map((r) => `${childTypes[r.kind]} ${r.namespace}/${r.name}`));
     await this.unlocked(name, async () => {
       const state = await this.command("destroy", name, "stack export", () => stack.exportStack());
-      const deployment = state.deployment as { resources?: { type: string; id?: string }[] } | undefined;
+      const deployment = state.deployment as { resources?: StateResource[] } | undefined;
       const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
       if (!deployment?.resources || kept.length === deployment.resources.length) return;
       this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });
@@ -525,9 +562,9 @@ export class StackDriver {
   }
 
   /** The file backend's checkpoint, read directly; undefined when it is absent (or compressed). */
-  private checkpointFile(base: string): { latest?: { resources?: { type: string }[]; pending_operations?: unknown[] } } | undefined {
+  private checkpointFile(base: string): { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } | undefined {
     if (!existsSync(`${base}.json`)) return undefined;
-    return (JSON.parse(readFileSync(`${base}.json`, "utf8")) as { checkpoint?: { latest?: { resources?: { type: string }[]; pending_operations?: unknown[] } } }).checkpoint;
+    return (JSON.parse(readFileSync(`${base}.json`, "utf8")) as { checkpoint?: { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } }).checkpoint;
   }
 
   /** Removes a stack's state without touching the cluster (the namespace is being deleted). */
