@@ -28,8 +28,16 @@ export interface Backoff {
   readonly delayMs: number;
 }
 
-/** Result of one run of the handler: nothing, or run the key again after a while. */
-export type HandlerResult = void | { requeueAfterMs: number };
+/**
+ * What a run of the handler that did not fail came to, when it is not simply done: waiting on
+ * another object of the same name or on the API server (`requeued`), on another engine's stack
+ * lock (`locked`); a stack forgotten instead of destroyed (`forgotten`); an operation stopped for
+ * the handover (`interrupted`: the next leader carries on).
+ */
+export type Outcome = "requeued" | "locked" | "forgotten" | "interrupted";
+
+/** Result of one run of the handler: nothing (done), or what it came to, and when to run the key again. */
+export type HandlerResult = void | { readonly outcome: Outcome; readonly requeueAfterMs?: number };
 export type Handler = (key: string) => Promise<HandlerResult>;
 
 export class WorkQueue {
@@ -147,7 +155,7 @@ export class WorkQueue {
     try {
       const result = await this.handler(key);
       this.failures.delete(key);
-      if (result && "requeueAfterMs" in result) this.addAfter(key, result.requeueAfterMs);
+      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
     } catch {
       const { attempt, delayMs } = this.peekBackoff(key);
       this.failures.set(key, attempt);

@@ -1,12 +1,13 @@
 // Prometheus metrics of the operator: reconciles, the queue, Pulumi operations, leadership.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { errorReason } from "../controller/errors.ts";
+import type { HandlerResult } from "../controller/queue.ts";
 
 const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export class OperatorMetrics {
   readonly registry = new Registry();
-  readonly reconciles = new Counter({ name: "appstack_reconcile_total", help: "Reconciles by kind and result.", labelNames: ["kind", "result"], registers: [this.registry] });
+  readonly reconciles = new Counter({ name: "appstack_reconcile_total", help: "Reconciles by kind and result: success, error, requeued (waiting on another object of its name), locked (another engine holds its stack), forgotten (its stack removed, not destroyed), interrupted (stopped for the handover).", labelNames: ["kind", "result"], registers: [this.registry] });
   readonly reconcileErrors = new Counter({ name: "appstack_reconcile_errors_total", help: "Failed reconciles by kind and reason (StackUpdateFailed, ResourceConflict, DriftDetected, Forbidden, InternalError, ...).", labelNames: ["kind", "reason"], registers: [this.registry] });
   readonly resyncs = new Counter({ name: "appstack_resync_total", help: "Periodic resyncs: every object re-checked against its live children.", registers: [this.registry] });
   readonly reconcileSeconds = new Histogram({ name: "appstack_reconcile_duration_seconds", help: "Reconcile durations by kind.", labelNames: ["kind"], buckets: durationBuckets, registers: [this.registry] });
@@ -23,14 +24,14 @@ export class OperatorMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: "appstack_process_" });
   }
 
-  /** Wraps a reconcile: counts it by result and times it. */
-  async reconcile<T>(key: string, run: () => Promise<T>): Promise<T> {
+  /** Wraps a reconcile: counts it by what it came to, and times it. Only a reconcile that is done is a successful sync. */
+  async reconcile(key: string, run: () => Promise<HandlerResult>): Promise<HandlerResult> {
     const kind = key.split("/")[0] ?? "unknown";
     const end = this.reconcileSeconds.startTimer({ kind });
     try {
       const result = await run();
-      this.reconciles.inc({ kind, result: "success" });
-      this.lastSuccessfulSync.set(Date.now() / 1000);
+      this.reconciles.inc({ kind, result: result?.outcome ?? "success" });
+      if (!result) this.lastSuccessfulSync.set(Date.now() / 1000);
       return result;
     } catch (error) {
       this.reconciles.inc({ kind, result: "error" });

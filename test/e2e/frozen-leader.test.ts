@@ -84,6 +84,8 @@ test("a leader frozen mid-update keeps its stack lock until it is provably gone:
   await eventually(`${b} to lead once the frozen leader's lease expires`, () => leads(second), 60_000);
   await stackLocked(workloads, "frozen-1", a);
   await eventWithReason(cluster().core, namespace, "frozen-1", "StackLocked", (m) => m.includes(a));
+  // Waiting on the lock is counted as such (once the reconcile that said so has returned), not as a successful sync.
+  await eventually("a reconcile counted as locked", async () => ((metricValue((await httpGet(second.healthPort, "/metrics")).body, "appstack_reconcile_total", { kind: "App", result: "locked" }) ?? 0) >= 1 ? true : undefined));
   assert.deepEqual(lockHolders(first.stateDir), [a], "the frozen leader's lock was broken");
   assert.equal(firstHold.requests, 1, "a second engine wrote while the frozen one may resume");
   const exited = new Promise<number | null>((resolve) => first.child.once("exit", (code) => resolve(code)));
