@@ -70,7 +70,7 @@ export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: 
 export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
   --leader-elect=true|false  --operation-timeout-seconds=N  --resync-seconds=N
-  (each also an environment variable; see README.md, Operator settings)`;
+  (each also an environment variable; see docs/configuration.md)`;
 
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
 export interface LoadOptions {
