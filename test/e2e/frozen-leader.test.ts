@@ -10,7 +10,6 @@
 // In both, exactly one engine's write reaches the API server while the holder may live.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import { after, test } from "node:test";
 import { eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
@@ -60,6 +59,11 @@ async function stackLocked(workloads: Workloads, name: string, holder: string): 
   }, 60_000);
 }
 
+/** How many reconciles of the replica found a stack locked by another engine. */
+async function lockedReconciles(replica: OperatorProcess): Promise<number> {
+  return metricValue((await httpGet(replica.healthPort, "/metrics")).body, "appstack_reconcile_total", { kind: "App", result: "locked" }) ?? 0;
+}
+
 async function appliedBy(workloads: Workloads, name: string): Promise<void> {
   const object = await workloads.ready("App", namespace, name, 120_000);
   const deployment = await cluster().apps.readNamespacedDeployment({ name, namespace });
@@ -85,7 +89,7 @@ test("a leader frozen mid-update keeps its stack lock until it is provably gone:
   await stackLocked(workloads, "frozen-1", a);
   await eventWithReason(cluster().core, namespace, "frozen-1", "StackLocked", (m) => m.includes(a));
   // Waiting on the lock is counted as such (once the reconcile that said so has returned), not as a successful sync.
-  await eventually("a reconcile counted as locked", async () => ((metricValue((await httpGet(second.healthPort, "/metrics")).body, "appstack_reconcile_total", { kind: "App", result: "locked" }) ?? 0) >= 1 ? true : undefined));
+  await eventually("a reconcile counted as locked", async () => ((await lockedReconciles(second)) >= 1 ? true : undefined));
   assert.deepEqual(lockHolders(first.stateDir), [a], "the frozen leader's lock was broken");
   assert.equal(firstHold.requests, 1, "a second engine wrote while the frozen one may resume");
   const exited = new Promise<number | null>((resolve) => first.child.once("exit", (code) => resolve(code)));
@@ -103,9 +107,11 @@ test("a leader frozen mid-update keeps its stack lock until it is provably gone:
   signalTree(second, "SIGSTOP");
   await eventually(`${c} to lead once the frozen leader's lease expires`, () => leads(third), 60_000);
   await stackLocked(workloads, "frozen-2", b);
+  const lockedBefore = await lockedReconciles(third);
   signalTree(second, "SIGKILL");
-  // Dead, but nothing the new leader can see says so: its pod still shows it running.
-  await sleep(12_000);
+  // Dead, but nothing the new leader can see says so: its pod still shows it running. The new
+  // leader looks at the lock twice more after the kill, and keeps it each time.
+  await eventually(`${c} to find the lock again twice after the kill`, async () => ((await lockedReconciles(third)) >= lockedBefore + 2 ? true : undefined), 60_000);
   await stackLocked(workloads, "frozen-2", b);
   assert.deepEqual(lockHolders(first.stateDir), [b]);
   assert.equal(secondHold.requests, 1);
