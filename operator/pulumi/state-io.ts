@@ -9,8 +9,8 @@
 // - other calls run one at a time: the volume may be hung as a whole, and each call that hangs
 //   keeps a thread; a single file that hangs leaves every other path working;
 // - with `maxStuck` (2) calls stuck, every call is refused at once.
-// So a hung state folder takes at most two threads of the pool beyond the calls already running
-// when it hung. A stuck call that returns takes its part of the refusal back with it.
+// So a hung state folder keeps at most two threads of the pool (or as many as there were calls
+// running at once when it hung). A stuck call that returns takes its part of the refusal back.
 import { promises as fs, type Dirent } from "node:fs";
 import { sep } from "node:path";
 import { timedOut, withinDeadline } from "../manager/deadline.ts";
