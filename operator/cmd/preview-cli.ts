@@ -16,6 +16,7 @@ import { hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
+import { StateIo } from "../pulumi/state-io.ts";
 import { parseFlags, UsageError } from "./flags.ts";
 
 export const previewUsage = `usage: appstack preview -f FILE [-f FILE ...] [--json] [--refresh] [--kubeconfig=PATH] [--state-dir=DIR | --backend-url=URL]
@@ -91,20 +92,21 @@ async function explainRefusal(clients: KubeClients, kind: WorkloadKind, error: u
  * Drivers over the configured backend, and over a throwaway one for objects that have no stack yet.
  * A local backend folder that does not exist holds no stack, and is not created by looking.
  */
-function drivers(config: OperatorConfig, scratch: string) {
+async function drivers(config: OperatorConfig, scratch: string) {
   const log = createLogger({ level: "warn", format: "text", write: (line) => process.stderr.write(line + "\n") });
   const engine = { pulumiHome: join(scratch, "pulumi-home"), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
   const backendUnused = config.backendUrl.startsWith("file:") && !existsSync(fileURLToPath(config.backendUrl));
-  const configured = backendUnused ? undefined : new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: prepareWorkDir(join(scratch, "configured"), config.backendUrl) }, log);
+  const io = new StateIo(config.operationTimeoutMs);
+  const configured = backendUnused ? undefined : new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: await prepareWorkDir(join(scratch, "configured"), config.backendUrl, io) }, log);
   const emptyBackend = pathToFileURL(mkdtempSync(join(scratch, "backend-"))).href;
-  const empty = new StackDriver({ ...engine, backendUrl: emptyBackend, passphrase: "preview", workDir: prepareWorkDir(join(scratch, "new"), emptyBackend) }, log);
+  const empty = new StackDriver({ ...engine, backendUrl: emptyBackend, passphrase: "preview", workDir: await prepareWorkDir(join(scratch, "new"), emptyBackend, io) }, log);
   return { configured, empty };
 }
 
 async function previewAll(options: Options, config: OperatorConfig, scratch: string): Promise<ObjectPreview[]> {
   const clients = kubeClients(config.kubeconfig);
   const defaultNamespace = clients.config.getContextObject(clients.config.getCurrentContext())?.namespace ?? "default";
-  const { configured, empty } = drivers(config, scratch);
+  const { configured, empty } = await drivers(config, scratch);
   const results: ObjectPreview[] = [];
   for (const given of workloadsIn(options.files, defaultNamespace)) {
     const label = `${given.kind} ${given.metadata.namespace}/${given.metadata.name}`;

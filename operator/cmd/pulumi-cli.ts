@@ -5,10 +5,12 @@ import { dirname, join } from "node:path";
 import { homedir } from "node:os";
 import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { installProviderPlugin } from "../pulumi/engine.ts";
+import { defaultOperationTimeoutMs } from "../pulumi/stacks.ts";
+import { StateIo } from "../pulumi/state-io.ts";
 
-export function runPulumiCli(args: readonly string[]): number {
+export async function runPulumiCli(args: readonly string[]): Promise<number> {
   const pulumiHome = process.env["PULUMI_HOME"] ?? join(homedir(), ".pulumi");
-  installProviderPlugin(pulumiHome);
+  await installProviderPlugin(pulumiHome, new StateIo(defaultOperationTimeoutMs));
   const env = {
     ...process.env,
     // The language host runs the program with the first `node` on PATH: the one running appstack.

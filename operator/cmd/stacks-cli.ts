@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { engineFolders, loadConfig } from "../manager/config.ts";
 import { workspaceOptions } from "../pulumi/engine.ts";
 import { projectName } from "../pulumi/stacks.ts";
+import { StateIo } from "../pulumi/state-io.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 
 export async function runStacksCli(args: readonly string[]): Promise<number> {
@@ -19,7 +20,7 @@ export async function runStacksCli(args: readonly string[]): Promise<number> {
     return 1;
   }
   const settings = { backendUrl: config.backendUrl, passphrase: config.passphrase, pulumiHome, ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
-  const { envVars } = await workspaceOptions(settings, projectName);
+  const { envVars } = await workspaceOptions(settings, projectName, new StateIo(config.operationTimeoutMs));
   // Not spawnSync: the key service answers the CLI from this process's event loop. The engines'
   // home, as the operator's engines have it: the pinned provider plugin, no automatic logs, and
   // nothing written into the person's own ~/.pulumi.

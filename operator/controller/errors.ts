@@ -1,5 +1,6 @@
 // Why a reconcile failed, in one CamelCase word: the reason on the object's condition and Event,
 // and the `reason` label of appstack_reconcile_errors_total.
+import { StateFolderUnanswered } from "../pulumi/state-io.ts";
 
 /**
  * A failure the reconciler has already logged and shown on the object (condition and Event).
@@ -42,6 +43,8 @@ export function isStateUnwritable(message: string): boolean {
 /** The reason of any error a reconcile can end with. */
 export function errorReason(error: unknown): string {
   if (error instanceof ReportedFailure) return error.reason;
+  // A state-folder call past the operation deadline: as an operation past it is named.
+  if (error instanceof StateFolderUnanswered) return "OperationTimedOut";
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   if (typeof code === "number") return apiReasons[code] ?? (code >= 500 ? "APIServerError" : `HTTP${code}`);
   if (typeof code === "string" && storageCodes.has(code)) return "StateUnwritable";

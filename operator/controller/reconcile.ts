@@ -131,7 +131,7 @@ export class Reconciler {
     const applied = decodeApplied(object.status?.stack?.appliedFingerprint);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
-    if (decision.action === "none" && this.deps.driver.hasPendingOperations(stack)) return this.finishInterrupted(object, stack, key, observed, log);
+    if (decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log);
     if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log);
     if (decision.action === "none") {
       await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack }, true);
@@ -254,7 +254,7 @@ export class Reconciler {
     const changes = describeChanges(operation.resourceChanges, "done");
     if (approved) {
       await consumeApproval(this.deps.clients, object, approved.planId);
-      this.deps.plans.discard(stack);
+      await this.deps.plans.discard(stack);
       this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
     } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
     else this.deps.events.record(object, "Normal", "StackUpdated", `${decision.reason}; applied by pulumi up (${changes})`);
@@ -312,12 +312,13 @@ export class Reconciler {
   private async gated(object: Workload, stack: string, key: string, decision: Decision, observed: Observed, log: Logger): Promise<HandlerResult> {
     const approval = approvalOf(object);
     const basis = previewBasis(object.metadata.generation ?? 0, observed.drift);
-    const next = gate({ decision, basis, preview: object.status?.preview, approval, findPlan: (id) => this.deps.plans.find(stack, id) });
+    const approvedPlan = await this.deps.plans.find(stack, approval);
+    const next = gate({ decision, basis, preview: object.status?.preview, approval, findPlan: (id) => (id === approval ? approvedPlan : undefined) });
     if (approval !== undefined && next.action !== "apply") await this.refuse(object, approval, next.refused, log);
     if (next.action === "apply" && decision.action !== "none") return this.apply(object, stack, key, decision, observed, log, next);
     if (next.action === "preview" && decision.action !== "none") return this.preview(object, stack, key, decision, observed, log);
     const preview = next.action === "wait" ? object.status?.preview : undefined;
-    if (!preview) this.deps.plans.discard(stack);
+    if (!preview) await this.deps.plans.discard(stack);
     await this.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack }, true, preview);
     return undefined;
   }
@@ -326,7 +327,7 @@ export class Reconciler {
   private async preview(object: Workload, stack: string, key: string, decision: Pending, observed: Observed, log: Logger): Promise<HandlerResult> {
     const previous: StackStatus = object.status?.stack ?? { name: stack };
     const basis = previewBasis(object.metadata.generation ?? 0, observed.drift);
-    const draft = this.deps.plans.draft(stack);
+    const draft = await this.deps.plans.draft(stack);
     await this.handOver(object, decision, observed, log);
     log.info("pulumi preview", { reason: decision.reason, refresh: refreshes(decision) });
     const started = Date.now();
@@ -335,7 +336,7 @@ export class Reconciler {
       await this.dropForeign(object, stack, log);
       planned = await this.deps.driver.preview(stack, programFor(object), { refresh: refreshes(decision), plan: draft });
     } catch (error) {
-      this.deps.plans.discard(stack, draft);
+      await this.deps.plans.discard(stack, draft);
       throw await this.operationFailed(object, key, previous, observed.deployment, error, started, log);
     }
     log.info("pulumi preview succeeded", { operation: "preview", durationMs: Date.now() - started, changes: planned.changes });
@@ -343,10 +344,10 @@ export class Reconciler {
     if (!hasChanges(planned.changes)) {
       // Nothing Pulumi manages would change (only updatePolicy did, say): record it as applied,
       // and let the live children say whether that is the truth.
-      this.deps.plans.discard(stack);
+      await this.deps.plans.discard(stack);
       return this.settle(object, stack, key, { ...stackStatus, appliedFingerprint: encodeApplied({ programVersion, generation: object.metadata.generation ?? 0 }) }, log);
     }
-    const planId = this.deps.plans.commit(stack, draft);
+    const planId = await this.deps.plans.commit(stack, draft);
     const preview: PreviewStatus = { planId, generation: object.metadata.generation ?? 0, basis, reason: decision.reason, time: new Date().toISOString(), changes: planned.changes, steps: planned.steps };
     this.deps.events.record(object, "Normal", "ChangesPending", `plan ${planId} (${decision.reason}): ${describeSteps(planned.steps)}; approve with: ${approveCommand(object, planId)}`);
     await this.report(object, observed.deployment, awaiting(object, preview), stackStatus, true, preview);
@@ -389,7 +390,7 @@ export class Reconciler {
       await this.deps.driver.forget(stack);
       forgotten = true;
     }
-    this.deps.plans.discard(stack);
+    await this.deps.plans.discard(stack);
     await removeFinalizer(this.deps.clients, object);
     this.written.delete(object.metadata.uid);
     return forgotten ? { outcome: "forgotten" } : undefined;

@@ -11,6 +11,7 @@ import { PlanStore } from "../pulumi/plans.ts";
 import { WorkQueue } from "../controller/queue.ts";
 import { Reconciler } from "../controller/reconcile.ts";
 import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
+import { StateIo } from "../pulumi/state-io.ts";
 import { Watcher } from "../controller/watch.ts";
 
 export interface RunningOperator {
@@ -26,12 +27,14 @@ export interface RunningOperator {
 export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
+  // Leading already: a state folder that does not answer must not stop the lease's renewal.
+  const io = new StateIo(config.operationTimeoutMs);
   const driver = new StackDriver(
     {
       backendUrl: config.backendUrl,
       passphrase: config.passphrase,
       pulumiHome,
-      workDir: prepareWorkDir(workDir, config.backendUrl),
+      workDir: await prepareWorkDir(workDir, config.backendUrl, io),
       operationTimeoutMs: config.operationTimeoutMs,
       // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.
       ...(config.leaderElection ? { otherHost: peerPodCheck(clients.core, config.leaderElection.namespace) } : {}),
@@ -51,7 +54,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
   });
   const watcher = new Watcher(clients, config.namespaces, (key) => queue.add(key), log);
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
-  const plans = new PlanStore(join(config.stateDir, "plans"));
+  const plans = new PlanStore(join(config.stateDir, "plans"), io);
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();

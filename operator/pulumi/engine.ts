@@ -1,12 +1,12 @@
 // How appstack runs the Pulumi engine: the pinned CLI and provider from the toolchain, a backend,
 // the operator's own key service for the stacks' secrets, and nothing ever downloaded. Resolved
 // once, used by every stack.
-import { existsSync, mkdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
 import { kubernetesProviderVersion, toolPath } from "../../toolchain/tools.ts";
 import { secretsProviderUrl, startKeyService, type KeyService } from "./key-service.ts";
+import type { StateIo } from "./state-io.ts";
 
 export interface EngineSettings {
   /** Any Pulumi backend URL; `file://<dir>` by default. */
@@ -54,8 +54,8 @@ const commands = new KeptUnlessFailed<PulumiCommand>();
  * The CLI, checked once (`pulumi version`: the Automation API refuses a CLI older than the SDK);
  * a failed check is checked again. `pulumiHome` is where the check may write: see checkedInHome.
  */
-export function pulumiCommand(pulumiHome: string, root = pinnedCliRoot()): Promise<PulumiCommand> {
-  return commands.get(root, () => checkedInHome(root, pulumiHome));
+export function pulumiCommand(pulumiHome: string, io: StateIo, root = pinnedCliRoot()): Promise<PulumiCommand> {
+  return commands.get(root, () => checkedInHome(root, pulumiHome, io));
 }
 
 /**
@@ -66,8 +66,8 @@ export function pulumiCommand(pulumiHome: string, root = pinnedCliRoot()): Promi
  * process before its first await, so the environment is set for exactly that call. Pinned by
  * test/unit/engine-home.test.ts, which fails if a log lands in the home of this process.
  */
-function checkedInHome(root: string, pulumiHome: string): Promise<PulumiCommand> {
-  turnOffAutomaticLogs(pulumiHome);
+async function checkedInHome(root: string, pulumiHome: string, io: StateIo): Promise<PulumiCommand> {
+  await turnOffAutomaticLogs(pulumiHome, io);
   const own = process.env["PULUMI_HOME"];
   process.env["PULUMI_HOME"] = pulumiHome;
   try {
@@ -91,16 +91,16 @@ function pinnedCliRoot(): string {
  * Installs the pinned provider into the engine's plugin folder, where the engine looks for the
  * exact version the SDK asks for (no download, no "ambient plugin from $PATH" warning).
  */
-export function installProviderPlugin(pulumiHome: string): void {
+export async function installProviderPlugin(pulumiHome: string, io: StateIo): Promise<void> {
   const version = kubernetesProviderVersion();
   const dir = join(pulumiHome, "plugins", `resource-kubernetes-v${version}`);
   const binary = join(dir, "pulumi-resource-kubernetes");
   const target = toolPath("pulumi-resource-kubernetes");
-  if (existsSync(binary) && readlinkSync(binary) === target) return;
-  mkdirSync(dir, { recursive: true });
-  rmSync(`${dir}.partial`, { force: true });
-  rmSync(binary, { force: true });
-  symlinkSync(target, binary);
+  if ((await io.exists(binary)) && (await io.readLink(binary)) === target) return;
+  await io.makeFolder(dir);
+  await io.remove(`${dir}.partial`);
+  await io.remove(binary);
+  await io.symlink(target, binary);
 }
 
 /**
@@ -112,12 +112,12 @@ export function installProviderPlugin(pulumiHome: string): void {
  * without them when it cannot create that folder, so `logs` is made a file. Pinned by
  * test/unit/engine-home.test.ts, which fails if the CLI writes them anyway or refuses to run.
  */
-export function turnOffAutomaticLogs(pulumiHome: string): void {
+export async function turnOffAutomaticLogs(pulumiHome: string, io: StateIo): Promise<void> {
   const logs = join(pulumiHome, "logs");
-  if (existsSync(logs) && statSync(logs).isFile()) return;
-  mkdirSync(pulumiHome, { recursive: true });
-  rmSync(logs, { recursive: true, force: true }); // the logs of an earlier version
-  writeFileSync(logs, "Pulumi's automatic logs are off for appstack's engines: see operator/pulumi/engine.ts\n");
+  if (await io.isFile(logs)) return;
+  await io.makeFolder(pulumiHome);
+  await io.remove(logs, true); // the logs of an earlier version
+  await io.write(logs, "Pulumi's automatic logs are off for appstack's engines: see operator/pulumi/engine.ts\n");
 }
 
 const keyServices = new KeptUnlessFailed<KeyService>();
@@ -127,11 +127,12 @@ export function keyServiceFor(passphrase: string): Promise<KeyService> {
   return keyServices.get(passphrase, () => startKeyService(passphrase));
 }
 
-export async function workspaceOptions(settings: EngineSettings, projectName: string): Promise<LocalWorkspaceOptions> {
-  installProviderPlugin(settings.pulumiHome);
-  turnOffAutomaticLogs(settings.pulumiHome);
+/** The options of every workspace; the engines' home is prepared through `io` (it lies in the state folder). */
+export async function workspaceOptions(settings: EngineSettings, projectName: string, io: StateIo): Promise<LocalWorkspaceOptions> {
+  await installProviderPlugin(settings.pulumiHome, io);
+  await turnOffAutomaticLogs(settings.pulumiHome, io);
   return {
-    pulumiCommand: await pulumiCommand(settings.pulumiHome, settings.cliRoot),
+    pulumiCommand: await pulumiCommand(settings.pulumiHome, io, settings.cliRoot),
     pulumiHome: settings.pulumiHome,
     secretsProvider: secretsProviderUrl,
     projectSettings: { name: projectName, runtime: "nodejs", backend: { url: settings.backendUrl } },

@@ -9,9 +9,9 @@
 // used: the next `stack init` replaces it. Neither file's layout is documented by Pulumi:
 // test/unit/new-stacks.test.ts runs the pinned CLI on a stack made here (select, up with a
 // secret, export), so an upgrade that changes them fails there.
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import yaml from "js-yaml";
+import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
 export interface NewStackTemplate {
   /** The checkpoint `stack init` wrote, as JSON. */
@@ -29,25 +29,28 @@ const templateFile = (workDir: string) => join(workDir, "new-stack-template.json
 /** The settings file of `stack` in the workspace, where `stack init` writes it. */
 export const stackSettingsFile = (workDir: string, stack: string) => join(workDir, `Pulumi.${stack}.yaml`);
 
-function writeAtomically(path: string, content: string): void {
+async function writeAtomically(path: string, content: string, io: StateIo): Promise<void> {
   const partial = `${path}.${process.pid}.partial`;
   try {
-    writeFileSync(partial, content);
-    renameSync(partial, path);
+    await io.write(partial, content);
+    await io.rename(partial, path);
   } catch (error) {
-    rmSync(partial, { force: true }); // a full disk: nothing half-written stays behind
+    // A full disk: nothing half-written stays behind. A folder that does not answer is not asked again.
+    if (!(error instanceof StateFolderUnanswered)) await io.remove(partial);
     throw error;
   }
 }
 
 /** The template the workspace keeps, if any, for stacks whose secrets provider is `secretsProvider`. */
-export function loadTemplate(workDir: string, secretsProvider: string): NewStackTemplate | undefined {
-  if (!existsSync(templateFile(workDir))) return undefined;
+export async function loadTemplate(workDir: string, secretsProvider: string, io: StateIo): Promise<NewStackTemplate | undefined> {
   try {
-    const template = JSON.parse(readFileSync(templateFile(workDir), "utf8")) as NewStackTemplate;
+    const text = await io.readTextIfAny(templateFile(workDir));
+    if (text === undefined) return undefined;
+    const template = JSON.parse(text) as NewStackTemplate;
     const settings = yaml.load(template.settings) as { secretsprovider?: string } | null;
     return settings?.secretsprovider === secretsProvider ? template : undefined;
-  } catch {
+  } catch (error) {
+    if (error instanceof StateFolderUnanswered) throw error;
     return undefined; // torn by a kill: the next `stack init` writes it again
   }
 }
@@ -56,12 +59,12 @@ export function loadTemplate(workDir: string, secretsProvider: string): NewStack
  * Keeps the files `stack init` just wrote for `stack` (before any operation on it) as the
  * template of new stacks; returns it, or undefined when they are not what a new stack looks like.
  */
-export function saveTemplate(workDir: string, checkpointPath: string, stack: string): NewStackTemplate | undefined {
-  const checkpoint = readFileSync(checkpointPath, "utf8");
+export async function saveTemplate(workDir: string, checkpointPath: string, stack: string, io: StateIo): Promise<NewStackTemplate | undefined> {
+  const checkpoint = await io.readText(checkpointPath);
   const parsed = JSON.parse(checkpoint) as CheckpointFile;
   if (!parsed.checkpoint.stack.endsWith(`/${stack}`) || parsed.checkpoint.latest?.resources?.length) return undefined;
-  const template = { checkpoint, settings: readFileSync(stackSettingsFile(workDir, stack), "utf8") };
-  writeAtomically(templateFile(workDir), JSON.stringify(template));
+  const template = { checkpoint, settings: await io.readText(stackSettingsFile(workDir, stack)) };
+  await writeAtomically(templateFile(workDir), JSON.stringify(template), io);
   return template;
 }
 
@@ -69,10 +72,10 @@ export function saveTemplate(workDir: string, checkpointPath: string, stack: str
  * Writes the settings file and then the checkpoint of a new stack `stack` from `template`; the
  * checkpoint is what makes the stack exist, so a kill in between leaves a stack still to make.
  */
-export function createFromTemplate(template: NewStackTemplate, workDir: string, checkpointPath: string, stack: string): void {
+export async function createFromTemplate(template: NewStackTemplate, workDir: string, checkpointPath: string, stack: string, io: StateIo): Promise<void> {
   const parsed = JSON.parse(template.checkpoint) as CheckpointFile;
   parsed.checkpoint.stack = parsed.checkpoint.stack.replace(/[^/]+$/, stack);
   if (parsed.checkpoint.latest?.manifest) parsed.checkpoint.latest.manifest.time = new Date().toISOString();
-  writeAtomically(stackSettingsFile(workDir, stack), template.settings);
-  writeAtomically(checkpointPath, JSON.stringify(parsed));
+  await writeAtomically(stackSettingsFile(workDir, stack), template.settings, io);
+  await writeAtomically(checkpointPath, JSON.stringify(parsed), io);
 }

@@ -4,11 +4,12 @@
 // host (a previous leader's pod), when a HolderCheck proves that host's engines gone. A leader
 // that was frozen (a paused VM, not killed) past its lease may resume its engine at any moment:
 // breaking its lock on the strength of the lease alone would let two engines write one stack.
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, join, relative, sep } from "node:path";
 import { fileBackendRoot } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
+import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
 interface LockInfo {
   pid?: number;
@@ -83,24 +84,24 @@ function holderAlive(lock: LockInfo): boolean {
 }
 
 /** Every folder holding lock files, up to <org>/<project>/<stack>. */
-function lockFolders(root: string): string[] {
-  if (!existsSync(root)) return [];
+async function lockFolders(root: string, io: StateIo): Promise<string[]> {
+  if (!(await io.exists(root))) return [];
   const found: string[] = [];
-  const walk = (dir: string, depth: number) => {
-    const entries = readdirSync(dir, { withFileTypes: true });
+  const walk = async (dir: string, depth: number) => {
+    const entries = await io.listEntries(dir);
     if (entries.some((entry) => entry.isFile())) found.push(dir);
-    for (const entry of entries) if (entry.isDirectory() && depth < 3) walk(join(dir, entry.name), depth + 1);
+    for (const entry of entries) if (entry.isDirectory() && depth < 3) await walk(join(dir, entry.name), depth + 1);
   };
-  walk(root, 0);
+  await walk(root, 0);
   return found;
 }
 
 /** Folders of `project`'s stack locks, all or `stack`'s: <org>/<project>/<stack>, or <stack> in older backends. */
-function projectLockFolders(backendUrl: string, project: string, stack?: string): string[] {
+async function projectLockFolders(backendUrl: string, project: string, io: StateIo, stack?: string): Promise<string[]> {
   const backend = fileBackendRoot(backendUrl);
   if (!backend) return [];
   const root = join(backend, "locks");
-  return lockFolders(root).filter((folder) => {
+  return (await lockFolders(root, io)).filter((folder) => {
     const path = relative(root, folder).split(sep);
     if (path.length === 3) return path[1] === project && (stack === undefined || path[2] === stack);
     // An older backend's <stack> folder names no project: only a stack asked for by name matches.
@@ -122,35 +123,37 @@ async function judge(lock: LockInfo, otherHost: HolderCheck | undefined): Promis
 }
 
 /** Removes a folder's locks whose holder is provably gone; reports why a lock stays. */
-async function breakLocksIn(folder: string, log: Logger, otherHost: HolderCheck | undefined): Promise<LockSweep> {
-  const files = readdirSync(folder);
+async function breakLocksIn(folder: string, log: Logger, io: StateIo, otherHost: HolderCheck | undefined): Promise<LockSweep> {
+  const files = await io.list(folder);
   // Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock.
   let removed = false;
   for (const file of files.filter((f) => !f.endsWith(".attrs"))) {
     const path = join(folder, file);
     let lock: LockInfo = {};
     try {
-      lock = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-    } catch {
+      lock = JSON.parse(await io.readText(path)) as LockInfo;
+    } catch (error) {
       // An unreadable lock (a write the disk cut short) names no holder: as stale as a dead one's.
+      // A state folder that does not answer says nothing about it.
+      if (error instanceof StateFolderUnanswered) throw error;
     }
     const verdict = await judge(lock, otherHost);
     if (!verdict.gone) return { removed, held: `${describe(lock)}: ${verdict.why}` };
     log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp, why: verdict.why });
-    rmSync(path, { force: true });
-    rmSync(`${path}.attrs`, { force: true });
+    await io.remove(path);
+    await io.remove(`${path}.attrs`);
     removed = true;
   }
   // Attributes whose lock is gone (a removal cut short).
-  for (const file of files.filter((f) => f.endsWith(".attrs") && !files.includes(f.slice(0, -".attrs".length)))) rmSync(join(folder, file), { force: true });
+  for (const file of files.filter((f) => f.endsWith(".attrs") && !files.includes(f.slice(0, -".attrs".length)))) await io.remove(join(folder, file));
   return { removed };
 }
 
 /** Removes the stale locks of `stack`: `removed` when there was one; `held` says why a lock stays. */
-export async function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger, otherHost?: HolderCheck): Promise<LockSweep> {
+export async function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger, io: StateIo, otherHost?: HolderCheck): Promise<LockSweep> {
   let removed = false;
-  for (const folder of projectLockFolders(backendUrl, project, stack)) {
-    const sweep = await breakLocksIn(folder, log, otherHost);
+  for (const folder of await projectLockFolders(backendUrl, project, io, stack)) {
+    const sweep = await breakLocksIn(folder, log, io, otherHost);
     removed ||= sweep.removed;
     if (sweep.held) return { removed, held: sweep.held };
   }
@@ -162,12 +165,12 @@ export async function breakStaleLocks(backendUrl: string, project: string, stack
  * that a predecessor killed mid-operation leaves no lock behind, even on a stack that needs no
  * further operation. Returns how many stacks it unlocked.
  */
-export async function breakAllStaleLocks(backendUrl: string, project: string, log: Logger, otherHost?: HolderCheck): Promise<number> {
+export async function breakAllStaleLocks(backendUrl: string, project: string, log: Logger, io: StateIo, otherHost?: HolderCheck): Promise<number> {
   const unlocked = new Set<string>();
   // This host's dead holders first, with no API call: a sweep cut short (a replica exiting on a
   // lost lease) still removes the locks of the engines it has just killed.
   for (const check of [undefined, otherHost]) {
-    for (const folder of projectLockFolders(backendUrl, project)) if ((await breakLocksIn(folder, log, check)).removed) unlocked.add(folder);
+    for (const folder of await projectLockFolders(backendUrl, project, io)) if ((await breakLocksIn(folder, log, io, check)).removed) unlocked.add(folder);
     if (!otherHost) break;
   }
   return unlocked.size;

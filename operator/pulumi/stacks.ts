@@ -10,7 +10,6 @@ import {
   Stack,
   type UpdateSummary,
 } from "@pulumi/pulumi/automation/index.js";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import yaml from "js-yaml";
@@ -24,6 +23,7 @@ import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-l
 import { repairTornAttributes } from "./torn-writes.ts";
 import { createFromTemplate, loadTemplate, saveTemplate } from "./new-stacks.ts";
 import { secretsProviderUrl } from "./key-service.ts";
+import { StateFolderUnanswered, StateIo } from "./state-io.ts";
 import { timedOut, withinDeadline } from "../manager/deadline.ts";
 
 export const projectName = "appstack";
@@ -60,9 +60,9 @@ function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
 }
 
 /** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
-export function prepareWorkDir(workDir: string, backendUrl: string): string {
-  mkdirSync(workDir, { recursive: true });
-  writeFileSync(join(workDir, "Pulumi.yaml"), yaml.dump({ name: projectName, runtime: "nodejs", backend: { url: backendUrl } }));
+export async function prepareWorkDir(workDir: string, backendUrl: string, io: StateIo): Promise<string> {
+  await io.makeFolder(workDir);
+  await io.write(join(workDir, "Pulumi.yaml"), yaml.dump({ name: projectName, runtime: "nodejs", backend: { url: backendUrl } }));
   return workDir;
 }
 
@@ -171,6 +171,8 @@ export class StackDriver {
   private readonly settings: StackDriverSettings;
   private readonly log: Logger;
   private readonly observer?: OperationObserver;
+  /** The state folder's files (checkpoints, locks, the template, the engines' home), read and written within the operation deadline. */
+  private readonly io: StateIo;
 
   constructor(
     settings: StackDriverSettings,
@@ -180,6 +182,7 @@ export class StackDriver {
     this.settings = settings;
     this.log = log;
     this.observer = observer;
+    this.io = new StateIo(this.deadlineMs());
   }
 
   /**
@@ -193,7 +196,7 @@ export class StackDriver {
       forgetPulumiCommand(this.settings.cliRoot);
       killEngines("version", "pulumi version did not finish within its deadline", this.log);
     };
-    const { projectSettings, ...options } = await this.command(kind, undefined, "version", () => workspaceOptions(this.settings, projectName), killCheck);
+    const { projectSettings, ...options } = await this.command(kind, undefined, "version", () => workspaceOptions(this.settings, projectName, this.io), killCheck);
     return { ...options, workDir: this.settings.workDir };
   }
 
@@ -211,7 +214,7 @@ export class StackDriver {
   }
 
   private breakStaleLocks(name: string) {
-    return breakStaleLocks(this.settings.backendUrl, projectName, name, this.log, this.settings.otherHost);
+    return breakStaleLocks(this.settings.backendUrl, projectName, name, this.log, this.io, this.settings.otherHost);
   }
 
   private async select(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
@@ -244,9 +247,9 @@ export class StackDriver {
    * Pulumi process) once the first one made by `stack init` gave it, with no pending operations.
    */
   private async createNew(name: string, program: PulumiFn, checkpointPath: string, kind: StackOperation["kind"]): Promise<Stack> {
-    const template = loadTemplate(this.settings.workDir, secretsProviderUrl);
+    const template = await loadTemplate(this.settings.workDir, secretsProviderUrl, this.io);
     if (template) {
-      createFromTemplate(template, this.settings.workDir, checkpointPath, name);
+      await createFromTemplate(template, this.settings.workDir, checkpointPath, name, this.io);
       this.clean.add(name);
       return this.selectKnown(name, program, kind);
     }
@@ -255,7 +258,7 @@ export class StackDriver {
     try {
       const stack = await this.command(kind, name, "stack init", () => LocalWorkspace.createStack(args, workspace));
       this.clean.add(name);
-      this.keepAsTemplate(name, checkpointPath);
+      await this.keepAsTemplate(name, checkpointPath);
       return stack;
     } catch (error) {
       // Stored under a layout the file check does not know: it exists after all.
@@ -264,9 +267,9 @@ export class StackDriver {
     }
   }
 
-  private keepAsTemplate(name: string, checkpointPath: string): void {
+  private async keepAsTemplate(name: string, checkpointPath: string): Promise<void> {
     try {
-      if (!saveTemplate(this.settings.workDir, checkpointPath, name)) this.log.warn("a new stack's files are not what appstack expects: every new stack costs a `pulumi stack init`", { stack: name });
+      if (!(await saveTemplate(this.settings.workDir, checkpointPath, name, this.io))) this.log.warn("a new stack's files are not what appstack expects: every new stack costs a `pulumi stack init`", { stack: name });
     } catch (error) {
       this.log.warn("could not keep a new stack's files as the template of new stacks", { stack: name, error: String(error) });
     }
@@ -286,7 +289,7 @@ export class StackDriver {
   private async clearPendingOperations(stack: Stack, kind: StackOperation["kind"]): Promise<void> {
     // Known without a process (`stack export`) for the file backend: after a restart, every stack
     // would otherwise cost one more.
-    if (this.pendingOperationsKnown(stack.name) === false) return;
+    if ((await this.pendingOperationsKnown(stack.name)) === false) return;
     const state = await this.command(kind, stack.name, "stack export", () => stack.exportStack());
     const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
     if (!deployment?.pending_operations?.length) return;
@@ -317,7 +320,7 @@ export class StackDriver {
    */
   private async afterFailure(name: string, error: unknown): Promise<unknown> {
     if (error instanceof ConcurrentUpdateError) return error;
-    repairTornAttributes(this.settings.backendUrl, projectName, this.log, name);
+    await repairTornAttributes(this.settings.backendUrl, projectName, this.log, this.io, name);
     await this.breakStaleLocks(name);
     return error;
   }
@@ -328,35 +331,39 @@ export class StackDriver {
    * refresh runs before it on its own.
    * Throws StackOperationFailed or StackBusy.
    */
-  async up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
-    const stack = await this.select(name, program, "up");
-    const onOutput = this.engineOutput(name);
-    return this.tracked(name, () =>
-      this.unlocked(name, async () => {
-        await this.clearPendingOperations(stack, "up");
-        // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
-        const separateRefresh = options.refresh && options.plan !== undefined;
-        if (separateRefresh) await this.runRefresh(name, stack);
-        return this.run(name, "up", async (signal) => {
-          const onEvent = summaryRecorder(stack, "update");
-          return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}) })).summary;
-        });
-      }),
-    );
+  up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
+    return this.answered("up", async () => {
+      const stack = await this.select(name, program, "up");
+      const onOutput = this.engineOutput(name);
+      return this.tracked(name, () =>
+        this.unlocked(name, async () => {
+          await this.clearPendingOperations(stack, "up");
+          // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
+          const separateRefresh = options.refresh && options.plan !== undefined;
+          if (separateRefresh) await this.runRefresh(name, stack);
+          return this.run(name, "up", async (signal) => {
+            const onEvent = summaryRecorder(stack, "update");
+            return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}) })).summary;
+          });
+        }),
+      );
+    });
   }
 
   /**
    * A refresh alone: the stack's record follows the cluster, which it does not change (so it
    * needs no approval). What is left of an interrupted operation is cleared first.
    */
-  async refresh(name: string, program: PulumiFn): Promise<StackOperation> {
-    const stack = await this.select(name, program, "refresh");
-    return this.tracked(name, () =>
-      this.unlocked(name, async () => {
-        await this.clearPendingOperations(stack, "refresh");
-        return this.runRefresh(name, stack);
-      }),
-    );
+  refresh(name: string, program: PulumiFn): Promise<StackOperation> {
+    return this.answered("refresh", async () => {
+      const stack = await this.select(name, program, "refresh");
+      return this.tracked(name, () =>
+        this.unlocked(name, async () => {
+          await this.clearPendingOperations(stack, "refresh");
+          return this.runRefresh(name, stack);
+        }),
+      );
+    });
   }
 
   private runRefresh(name: string, stack: Stack): Promise<StackOperation> {
@@ -368,20 +375,22 @@ export class StackDriver {
    * With `refresh`, against the live resources rather than the recorded state; with `plan`, the
    * update plan is saved there. `onOutput` receives the diff as the Pulumi CLI shows it.
    */
-  async preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void }): Promise<PlannedChanges & { operation: StackOperation }> {
-    const stack = await this.select(name, program, "preview");
-    const collector = new StepCollector();
-    const onOutput = options.onOutput ?? this.engineOutput(name);
-    try {
-      const operation = await this.run(name, "preview", async (signal) => {
-        const result = await stack.preview({ onOutput, signal, onEvent: collector.onEvent, diff: true, ...refreshing(options.refresh), ...(options.plan ? { plan: options.plan } : {}) });
-        return { resourceChanges: result.changeSummary };
-      });
-      return { ...collector.result(), operation };
-    } catch (error) {
-      if (error instanceof StackNotFoundError) this.stacks.delete(name);
-      throw await this.afterFailure(name, error);
-    }
+  preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void }): Promise<PlannedChanges & { operation: StackOperation }> {
+    return this.answered("preview", async () => {
+      const stack = await this.select(name, program, "preview");
+      const collector = new StepCollector();
+      const onOutput = options.onOutput ?? this.engineOutput(name);
+      try {
+        const operation = await this.run(name, "preview", async (signal) => {
+          const result = await stack.preview({ onOutput, signal, onEvent: collector.onEvent, diff: true, ...refreshing(options.refresh), ...(options.plan ? { plan: options.plan } : {}) });
+          return { resourceChanges: result.changeSummary };
+        });
+        return { ...collector.result(), operation };
+      } catch (error) {
+        if (error instanceof StackNotFoundError) this.stacks.delete(name);
+        throw await this.afterFailure(name, error);
+      }
+    });
   }
 
   /** The stack for an operation that runs no program (destroy, state edits); undefined when it does not exist. */
@@ -406,52 +415,58 @@ export class StackDriver {
    * `destroy` deletes. The file backend's checkpoint is read directly; other backends' state is
    * exported.
    */
-  async recordedChildren(name: string): Promise<RecordedChild[]> {
-    const base = this.checkpointBase(name);
-    if (base && !existsSync(`${base}.json.gz`)) return childrenIn(this.checkpointFile(base)?.latest?.resources ?? []);
-    const stack = await this.existing(name);
-    if (!stack) return [];
-    const state = await this.command("up", name, "stack export", () => stack.exportStack());
-    return childrenIn((state.deployment as { resources?: StateResource[] } | undefined)?.resources ?? []);
+  recordedChildren(name: string): Promise<RecordedChild[]> {
+    return this.answered("up", async () => {
+      const base = this.checkpointBase(name);
+      if (base && !(await this.io.exists(`${base}.json.gz`))) return childrenIn((await this.checkpointFile(base))?.latest?.resources ?? []);
+      const stack = await this.existing(name);
+      if (!stack) return [];
+      const state = await this.command("up", name, "stack export", () => stack.exportStack());
+      return childrenIn((state.deployment as { resources?: StateResource[] } | undefined)?.resources ?? []);
+    });
   }
 
   /**
    * Removes resources from the stack's state without touching the cluster: objects of those names
    * that someone else made are not the stack's to update or delete any more.
    */
-  async dropResources(name: string, resources: readonly RecordedChild[]): Promise<void> {
-    const stack = await this.existing(name);
-    if (!stack) return;
-    const drop = new Set(resources.map((r) => `${childTypes[r.kind]} ${r.namespace}/${r.name}`));
-    await this.unlocked(name, async () => {
-      const state = await this.command("destroy", name, "stack export", () => stack.exportStack());
-      const deployment = state.deployment as { resources?: StateResource[] } | undefined;
-      const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
-      if (!deployment?.resources || kept.length === deployment.resources.length) return;
-      this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });
-      deployment.resources = kept;
-      await this.command("destroy", name, "stack import", () => stack.importStack(state));
+  dropResources(name: string, resources: readonly RecordedChild[]): Promise<void> {
+    return this.answered("destroy", async () => {
+      const stack = await this.existing(name);
+      if (!stack) return;
+      const drop = new Set(resources.map((r) => `${childTypes[r.kind]} ${r.namespace}/${r.name}`));
+      await this.unlocked(name, async () => {
+        const state = await this.command("destroy", name, "stack export", () => stack.exportStack());
+        const deployment = state.deployment as { resources?: StateResource[] } | undefined;
+        const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
+        if (!deployment?.resources || kept.length === deployment.resources.length) return;
+        this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });
+        deployment.resources = kept;
+        await this.command("destroy", name, "stack import", () => stack.importStack(state));
+      });
     });
   }
 
   /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
-  async destroy(name: string): Promise<StackOperation | undefined> {
-    const stack = await this.existing(name);
-    if (!stack) {
-      // A `stack rm` killed after removing the stack but before unlocking it leaves a lock behind.
-      await this.breakStaleLocks(name);
-      return undefined;
-    }
-    const onOutput = this.engineOutput(name);
-    const result = await this.tracked(name, () =>
-      this.unlocked(name, async () => {
-        await this.clearPendingOperations(stack, "destroy");
-        return this.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal })).summary);
-      }),
-    );
-    await this.command("destroy", name, "stack rm", () => stack.workspace.removeStack(name));
-    this.forgetSelection(name);
-    return result;
+  destroy(name: string): Promise<StackOperation | undefined> {
+    return this.answered("destroy", async () => {
+      const stack = await this.existing(name);
+      if (!stack) {
+        // A `stack rm` killed after removing the stack but before unlocking it leaves a lock behind.
+        await this.breakStaleLocks(name);
+        return undefined;
+      }
+      const onOutput = this.engineOutput(name);
+      const result = await this.tracked(name, () =>
+        this.unlocked(name, async () => {
+          await this.clearPendingOperations(stack, "destroy");
+          return this.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal })).summary);
+        }),
+      );
+      await this.command("destroy", name, "stack rm", () => stack.workspace.removeStack(name));
+      this.forgetSelection(name);
+      return result;
+    });
   }
 
   /**
@@ -475,10 +490,10 @@ export class StackDriver {
     const checkpoint = this.checkpointBase(name);
     try {
       const workspace = await this.workspace("up");
-      if (!checkpoint || loadTemplate(this.settings.workDir, secretsProviderUrl)) return;
+      if (!checkpoint || (await loadTemplate(this.settings.workDir, secretsProviderUrl, this.io))) return;
       // Left over if a kill came between its init and its removal: made again from scratch.
       const stack = await this.command("up", name, "stack init", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program: () => Promise.resolve() }, workspace));
-      this.keepAsTemplate(name, `${checkpoint}.json`);
+      await this.keepAsTemplate(name, `${checkpoint}.json`);
       await this.command("up", name, "stack rm", () => stack.workspace.removeStack(name));
     } catch (error) {
       this.log.warn("could not make the template of new stacks ahead of time", { error: String(error) });
@@ -507,9 +522,9 @@ export class StackDriver {
   /** Kills the plugins no engine of ours owns any more; removes torn attribute files and breaks stale locks of `stack` (or of every stack). */
   private async sweep(stack?: string): Promise<void> {
     killOrphanedPlugins(this.settings.pulumiHome, this.log);
-    repairTornAttributes(this.settings.backendUrl, projectName, this.log, stack);
+    await repairTornAttributes(this.settings.backendUrl, projectName, this.log, this.io, stack);
     if (stack) await this.breakStaleLocks(stack);
-    else await breakAllStaleLocks(this.settings.backendUrl, projectName, this.log, this.settings.otherHost);
+    else await breakAllStaleLocks(this.settings.backendUrl, projectName, this.log, this.io, this.settings.otherHost);
   }
 
   /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
@@ -521,7 +536,10 @@ export class StackDriver {
   /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */
   async exists(name: string): Promise<boolean> {
     const base = this.checkpointBase(name);
-    if (base) return [".json", ".json.gz", ".json.attrs"].some((suffix) => existsSync(`${base}${suffix}`));
+    if (base) {
+      for (const suffix of [".json", ".json.gz", ".json.attrs"]) if (await this.io.exists(`${base}${suffix}`)) return true;
+      return false;
+    }
     const ws = await LocalWorkspace.create(await this.workspace("destroy"));
     // Any `stack ls` of this process past one's deadline is on the same unanswering backend.
     const kill = () => void killEngines("ls", "pulumi stack ls did not finish within its deadline", this.log);
@@ -535,9 +553,10 @@ export class StackDriver {
   async hasResources(name: string): Promise<boolean> {
     const base = this.checkpointBase(name);
     if (!base) return this.exists(name);
-    if (existsSync(`${base}.json.gz`)) return true;
-    if (!existsSync(`${base}.json`)) return false;
-    return (this.checkpointFile(base)?.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
+    if (await this.io.exists(`${base}.json.gz`)) return true;
+    const checkpoint = await this.checkpointFile(base);
+    if (!checkpoint) return false;
+    return (checkpoint.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
   }
 
   /**
@@ -546,25 +565,26 @@ export class StackDriver {
    * directly) and for stacks this process ran; other backends' stacks are cleared before their
    * next operation, as always.
    */
-  hasPendingOperations(name: string): boolean {
-    return this.pendingOperationsKnown(name) === true;
+  async hasPendingOperations(name: string): Promise<boolean> {
+    return (await this.pendingOperationsKnown(name)) === true;
   }
 
   /** Whether the stack has pending operations, where that is known without a Pulumi process; undefined where not. */
-  private pendingOperationsKnown(name: string): boolean | undefined {
+  private async pendingOperationsKnown(name: string): Promise<boolean | undefined> {
     if (this.clean.has(name)) return false;
     const base = this.checkpointBase(name);
-    const file = base ? this.checkpointFile(base) : undefined;
+    const file = base ? await this.checkpointFile(base) : undefined;
     if (!file) return undefined;
     if (file.latest?.pending_operations?.length) return true;
     this.clean.add(name);
     return false;
   }
 
-  /** The file backend's checkpoint, read directly; undefined when it is absent (or compressed). */
-  private checkpointFile(base: string): { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } | undefined {
-    if (!existsSync(`${base}.json`)) return undefined;
-    return (JSON.parse(readFileSync(`${base}.json`, "utf8")) as { checkpoint?: { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } }).checkpoint;
+  /** The file backend's checkpoint, read directly (one read, no check first); undefined when it is absent (or compressed). */
+  private async checkpointFile(base: string): Promise<{ latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } | undefined> {
+    const text = await this.io.readTextIfAny(`${base}.json`);
+    if (text === undefined) return undefined;
+    return (JSON.parse(text) as { checkpoint?: { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } }).checkpoint;
   }
 
   /** Removes a stack's state without touching the cluster (the namespace is being deleted). */
@@ -592,6 +612,21 @@ export class StackDriver {
 
   private deadlineMs(): number {
     return this.settings.operationTimeoutMs ?? defaultOperationTimeoutMs;
+  }
+
+  /**
+   * Runs an operation whose state-folder calls may not answer (a hung volume, a file that never
+   * answers; see state-io.ts): it then fails as OperationTimedOut, with the path that hung and
+   * since when, as an engine past its deadline does.
+   */
+  private async answered<T>(kind: StackOperation["kind"], operation: () => Promise<T>): Promise<T> {
+    const started = new Date();
+    try {
+      return await operation();
+    } catch (error) {
+      if (!(error instanceof StateFolderUnanswered)) throw error;
+      throw new OperationTimedOut(report(kind, started, undefined, error), this.deadlineMs());
+    }
   }
 
   /**

@@ -5,17 +5,26 @@
 // to load checkpoint: EOF" (seen in the kill test: a deleted App never finalized). fileblob reads
 // a missing attributes file as "no attributes", so an unreadable one is removed; the blob itself
 // is untouched.
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileBackendRoot } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
+import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
-function readable(path: string): boolean {
+/** Whether the file is there and unreadable; a state folder that does not answer is no answer. */
+async function torn(path: string, io: StateIo): Promise<boolean> {
+  let text: string | undefined;
   try {
-    JSON.parse(readFileSync(path, "utf8"));
+    text = await io.readTextIfAny(path);
+  } catch (error) {
+    if (error instanceof StateFolderUnanswered) throw error;
     return true;
-  } catch {
+  }
+  if (text === undefined) return false;
+  try {
+    JSON.parse(text);
     return false;
+  } catch {
+    return true;
   }
 }
 
@@ -23,20 +32,21 @@ function readable(path: string): boolean {
  * Removes the unreadable attribute files of `stack`'s checkpoint (and its backup), or of every
  * stack of `project`, and of the backend's metadata; returns how many it removed.
  */
-export function repairTornAttributes(backendUrl: string, project: string, log: Logger, stack?: string): number {
+export async function repairTornAttributes(backendUrl: string, project: string, log: Logger, io: StateIo, stack?: string): Promise<number> {
   const root = fileBackendRoot(backendUrl);
   if (!root) return 0;
   const stacks = join(root, "stacks", project);
   const candidates = [join(root, "meta.yaml.attrs")];
-  if (existsSync(stacks)) {
-    for (const file of readdirSync(stacks)) {
+  if (await io.exists(stacks)) {
+    for (const file of await io.list(stacks)) {
       if (file.endsWith(".attrs") && (stack === undefined || file.startsWith(`${stack}.json`))) candidates.push(join(stacks, file));
     }
   }
   let removed = 0;
-  for (const path of candidates.filter((p) => existsSync(p) && !readable(p))) {
+  for (const path of candidates) {
+    if (!(await torn(path, io))) continue;
     log.warn("removing a torn attributes file left by a killed engine", { file: path });
-    rmSync(path, { force: true });
+    await io.remove(path);
     removed++;
   }
   return removed;

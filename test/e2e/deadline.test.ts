@@ -1,14 +1,17 @@
 // Deadlines, end to end: a Pulumi operation that cannot finish (its Deployment's create held in
 // admission) is cancelled at its deadline, killed when it does not stop, and its stack unlocked;
-// the object says OperationTimedOut, and once the API server answers again it converges.
+// the object says OperationTimedOut, and once the API server answers again it converges. A
+// state-folder file that never answers (a named pipe where a checkpoint was) fails its object's
+// operation at the deadline while the leader goes on renewing its lease and the others converge.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { constants, promises as fs, readdirSync, readFileSync, renameSync } from "node:fs";
 import { test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventsOf, eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { checkpointPath, disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
 
 let operator: OperatorProcess | undefined;
@@ -89,4 +92,65 @@ test("a leader stopped past its shutdown grace kills its engines before it hands
   // The next leader finishes the job.
   operator = await startOperatorProcess(cluster().cluster.kubeconfig, { stateDir: operator.stateDir });
   await workloads.ready("App", namespace, "handed-over", 120_000);
+});
+
+/** A probe of the operator's health port that gives up (an operator whose event loop stands still never answers). */
+async function probe(port: number, path: string): Promise<{ status: number; body: string } | undefined> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(3_000) });
+    return { status: response.status, body: await response.text() };
+  } catch {
+    return undefined;
+  }
+}
+
+test("a checkpoint that never answers fails its object at the deadline; the leader keeps its lease, /healthz answers, other objects converge", async () => {
+  await operator!.stop();
+  operator = await startOperatorProcess(cluster().cluster.kubeconfig, { stateDir: operator!.stateDir, env: { APPSTACK_OPERATION_TIMEOUT_SECONDS: "5" } });
+  const leases = loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api);
+  // The client hands renewTime over as the API server wrote it (a string), whatever its type says.
+  const renewed = async () => new Date((await leases.readNamespacedLease({ name: "appstack-operator", namespace })).spec?.renewTime as unknown as string).getTime();
+  await workloads.create({ kind: "App", metadata: { name: "hung", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await workloads.ready("App", namespace, "hung");
+
+  // Its checkpoint becomes a pipe nobody writes: reading it blocks in the kernel for as long as
+  // the test says, as a read from a hung NFS mount or a stalled disk does.
+  const checkpoint = checkpointPath(operator.stateDir, "App", namespace, "hung");
+  renameSync(checkpoint, `${checkpoint}.real`);
+  execFileSync("mkfifo", [checkpoint]);
+  /** The reads stuck on the pipe return: a writer comes and goes (never blocking: the operator reads). */
+  const answer = async () => {
+    const writer = await fs.open(`${checkpoint}.hung`, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => undefined);
+    await writer?.close();
+  };
+  try {
+    // A spec change: the next `up` reads the checkpoint first (the children the state records).
+    await workloads.mergeSpec("App", namespace, "hung", { replicas: 2 });
+    const hungSince = Date.now();
+    const stalled = await eventually("App hung to say OperationTimedOut", async () => {
+      const condition = (await workloads.get("App", namespace, "hung")).status?.conditions?.find((c) => c.type === "Stalled" && c.status === "True");
+      return condition?.reason === "OperationTimedOut" ? condition : undefined;
+    }, 60_000);
+    assert.match(stalled.message, new RegExp(`the state folder does not answer: reading ${checkpoint}`));
+    await eventWithReason(cluster().core, namespace, "hung", "OperationTimedOut");
+
+    // The leader renews its lease while the read stays stuck, and says so on /healthz and /metrics.
+    await eventually("a renewal of the lease after the read hung", async () => ((await renewed()) > hungSince + 5_000 ? true : undefined), 30_000);
+    assert.equal((await probe(operator.healthPort, "/healthz"))?.status, 200);
+    assert.equal(metricValue((await probe(operator.healthPort, "/metrics"))?.body ?? "", "appstack_leader"), 1);
+
+    // Another object is created and converges meanwhile: the other paths of the state folder answer.
+    await workloads.create({ kind: "App", metadata: { name: "bystander", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+    assert.equal((await workloads.ready("App", namespace, "bystander")).status?.readyReplicas, 1);
+    const lastRenewal = await renewed();
+    await eventually("the lease renewed again", async () => ((await renewed()) > lastRenewal ? true : undefined), 30_000);
+  } finally {
+    // The checkpoint comes back, and the stuck read returns.
+    renameSync(checkpoint, `${checkpoint}.hung`);
+    renameSync(`${checkpoint}.real`, checkpoint);
+    await answer();
+  }
+  const converged = await workloads.ready("App", namespace, "hung", 120_000);
+  assert.equal(converged.status?.readyReplicas, 2);
+  assert.equal((await cluster().apps.readNamespacedDeployment({ name: "hung", namespace })).spec?.replicas, 2);
 });

@@ -18,6 +18,7 @@ import { createLogger } from "../../operator/manager/log.ts";
 import { pulumiCommand } from "../../operator/pulumi/engine.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
 import { prepareWorkDir, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { Workloads } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
@@ -47,7 +48,7 @@ async function providersDuring(work: () => Promise<unknown>): Promise<number> {
 async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
   // PulumiCommand.run is where every Automation API command starts its process (internal to the
   // SDK: if it moves, nothing is counted and the assertions below fail).
-  const command = (await pulumiCommand(join(stateDir, "home"))) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
+  const command = (await pulumiCommand(join(stateDir, "home"), new StateIo(60_000))) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
   const run = command.run.bind(command);
   const seen: string[] = [];
   command.run = (args, ...rest) => {
@@ -69,7 +70,7 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   process.env["KUBECONFIG"] = c.kubeconfig;
   const backendUrl = `file://${join(stateDir, "backend")}`;
   const log = createLogger({ level: "error", format: "json", write: () => undefined });
-  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", kubeconfig: c.kubeconfig, workDir: prepareWorkDir(join(stateDir, "work"), backendUrl) }, log);
+  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", kubeconfig: c.kubeconfig, workDir: await prepareWorkDir(join(stateDir, "work"), backendUrl, new StateIo(60_000)) }, log);
   mkdirSync(join(stateDir, "backend"), { recursive: true });
   let app = (await workloads.create({ kind: "App", metadata: { name: "cost", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } })) as App;
 

@@ -10,6 +10,7 @@ import { LocalWorkspace } from "@pulumi/pulumi/automation/index.js";
 import { AppstackCrds } from "../../components/crds.ts";
 import { AppstackInstall } from "../../components/install.ts";
 import { workspaceOptions } from "../../operator/pulumi/engine.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads } from "../helpers/operator.ts";
@@ -20,7 +21,7 @@ after(() => rmSync(stateDir, { recursive: true, force: true }));
 
 test("the install component creates CRDs that the API server serves and validates", async () => {
   const kubeconfig = cluster().cluster.kubeconfig;
-  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", kubeconfig }, "appstack");
+  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", kubeconfig }, "appstack", new StateIo(60_000));
   const program = () => Promise.resolve({ crds: new AppstackCrds("appstack").names });
   const stack = await LocalWorkspace.createOrSelectStack({ stackName: "install", projectName: "appstack", program }, options);
   const up = await stack.up();
@@ -48,7 +49,7 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   await core.createPersistentVolume({
     body: { metadata: { name: "appstack-state" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: join(stateDir, "pv") } } },
   });
-  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", kubeconfig: local.kubeconfig }, "appstack");
+  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", kubeconfig: local.kubeconfig }, "appstack", new StateIo(60_000));
   const program = () => {
     const install = new AppstackInstall("appstack", { passphrase: "stack-secret", image: "appstack:test" });
     return Promise.resolve({ namespace: install.namespace, serviceAccount: install.serviceAccount });

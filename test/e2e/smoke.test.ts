@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import * as k8s from "@pulumi/kubernetes";
 import { LocalWorkspace } from "@pulumi/pulumi/automation/index.js";
 import { workspaceOptions } from "../../operator/pulumi/engine.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 
 const cluster = useCluster();
@@ -38,6 +39,7 @@ test("a Pulumi stack creates a Deployment whose pods run on kwok nodes, and dest
   const options = await workspaceOptions(
     { backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "smoke-test" },
     "smoke",
+    new StateIo(60_000),
   );
   const stack = await LocalWorkspace.createOrSelectStack({ stackName: "smoke", projectName: "smoke", program }, options);
 

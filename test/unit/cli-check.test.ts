@@ -12,6 +12,7 @@ import { toolPath } from "../../toolchain/tools.ts";
 import { createLogger } from "../../operator/manager/log.ts";
 import { enginesOf } from "../../operator/pulumi/orphans.ts";
 import { OperationTimedOut, prepareWorkDir, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-cli-check-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,7 +20,7 @@ mkdirSync(join(dir, "backend"));
 const cliRoot = join(dir, "cli");
 mkdirSync(join(cliRoot, "bin"), { recursive: true });
 const backendUrl = pathToFileURL(join(dir, "backend")).href;
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "cli-check-test", workDir: prepareWorkDir(join(dir, "work"), backendUrl), operationTimeoutMs: 2_000, cliRoot };
+const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "cli-check-test", workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(2_000)), operationTimeoutMs: 2_000, cliRoot };
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
 const program = () => Promise.resolve({ greeting: "hello" });

@@ -10,10 +10,12 @@ import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { pulumiCommand, turnOffAutomaticLogs } from "../../operator/pulumi/engine.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-engine-home-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
+const io = new StateIo(60_000);
 
 async function pulumi(home: string, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
   const env = { ...process.env, PULUMI_HOME: home, PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_CONFIG_PASSPHRASE: "home-test" };
@@ -35,9 +37,9 @@ test("the pinned CLI writes no automatic logs into an engine home appstack prepa
   const home = join(dir, "home");
   mkdirSync(join(home, "logs"), { recursive: true });
   writeFileSync(join(home, "logs", "pulumi-20261122T000000-1-up.log"), "old");
-  turnOffAutomaticLogs(home);
+  await turnOffAutomaticLogs(home, io);
   assert.ok(statSync(join(home, "logs")).isFile());
-  turnOffAutomaticLogs(home); // again, as before every operation: nothing changes
+  await turnOffAutomaticLogs(home, io); // again, as before every operation: nothing changes
 
   await pulumi(home, "stack", "init", "s", "--secrets-provider", "passphrase");
   await pulumi(home, "config", "set", "--secret", "x", "y", "--stack", "s");
@@ -54,7 +56,7 @@ test("the CLI's version check writes into the engines' home, not into this proce
   const own = join(dir, "own-home");
   process.env["PULUMI_HOME"] = own;
   const engines = join(dir, "engines-home");
-  const command = await pulumiCommand(engines);
+  const command = await pulumiCommand(engines, io);
   assert.ok(command.version, "the check read the CLI's version");
   assert.equal(existsSync(own), false, "the check wrote into this process's own Pulumi home");
   assert.equal(process.env["PULUMI_HOME"], own, "this process's environment is left as it was");

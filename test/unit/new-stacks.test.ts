@@ -17,6 +17,7 @@ import { createLogger } from "../../operator/manager/log.ts";
 import { secretsProviderUrl } from "../../operator/pulumi/key-service.ts";
 import { loadTemplate, stackSettingsFile } from "../../operator/pulumi/new-stacks.ts";
 import { prepareWorkDir, projectName, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-new-stacks-"));
@@ -25,7 +26,8 @@ mkdirSync(join(dir, "backend"));
 const backendUrl = pathToFileURL(join(dir, "backend")).href;
 // The operator's layout of a state folder, so that `appstack stacks` finds it.
 const folders = engineFolders(dir);
-const workDir = prepareWorkDir(folders.workDir, backendUrl);
+const io = new StateIo(60_000);
+const workDir = await prepareWorkDir(folders.workDir, backendUrl, io);
 const settings = { backendUrl, pulumiHome: folders.pulumiHome, passphrase: "new-stacks-test", workDir };
 const driver = new StackDriver(settings, createLogger({ level: "warn", write: () => undefined }));
 const secretValue = "the-secret-value-4711";
@@ -46,7 +48,7 @@ test("a stack made with the passphrase provider, before the key service, keeps w
   assert.match(readFileSync(stackSettingsFile(workDir, "older"), "utf8"), /^encryptionsalt: v1:/);
   // What an earlier appstack kept as its template: a passphrase stack's files.
   writeFileSync(join(workDir, "new-stack-template.json"), JSON.stringify({ checkpoint: readFileSync(checkpoint("older"), "utf8"), settings: readFileSync(stackSettingsFile(workDir, "older"), "utf8") }));
-  assert.equal(loadTemplate(workDir, secretsProviderUrl), undefined);
+  assert.equal(await loadTemplate(workDir, secretsProviderUrl, io), undefined);
   await driver.up("older", program, { refresh: false });
   assert.deepEqual(JSON.parse(await cli("stack", "output", "--json", "--show-secrets", "--stack", "older")), { greeting: "hello", secret: secretValue });
   await driver.destroy("older");
@@ -54,7 +56,7 @@ test("a stack made with the passphrase provider, before the key service, keeps w
 
 test("a stack made from the template is one the pinned CLI takes for its own", async () => {
   await driver.up("first", program, { refresh: false });
-  const template = loadTemplate(workDir, secretsProviderUrl);
+  const template = await loadTemplate(workDir, secretsProviderUrl, io);
   assert.ok(template, "the first new stack, made by `stack init`, left the template");
   assert.match(template.settings, /^secretsprovider: hashivault:\/\/appstack\nencryptedkey: /);
 
@@ -83,16 +85,16 @@ test("a warm-up makes the template ahead of the first new stack, and leaves no s
   const fresh = join(dir, "fresh");
   mkdirSync(join(fresh, "backend"), { recursive: true });
   const freshBackend = pathToFileURL(join(fresh, "backend")).href;
-  const freshWorkDir = prepareWorkDir(join(fresh, "workspace"), freshBackend);
+  const freshWorkDir = await prepareWorkDir(join(fresh, "workspace"), freshBackend, io);
   const warmed = new StackDriver({ ...settings, backendUrl: freshBackend, workDir: freshWorkDir }, createLogger({ level: "warn", write: () => undefined }));
   await warmed.warmUp();
-  const template = loadTemplate(freshWorkDir, secretsProviderUrl);
+  const template = await loadTemplate(freshWorkDir, secretsProviderUrl, io);
   assert.ok(template, "the warm-up left the template");
   // `stack rm` keeps a backup (`.bak`) of what it removes, as for every removed stack.
   const stacksLeft = readdirSync(join(fresh, "backend", ".pulumi", "stacks", projectName)).filter((file) => !file.includes(".bak"));
   assert.deepEqual(stacksLeft, [], "its own stack is removed again");
   await warmed.warmUp(); // a second start: the template is there, nothing to do
-  assert.deepEqual(loadTemplate(freshWorkDir, secretsProviderUrl), template);
+  assert.deepEqual(await loadTemplate(freshWorkDir, secretsProviderUrl, io), template);
   await warmed.up("first", program, { refresh: false });
   assert.equal(readFileSync(stackSettingsFile(freshWorkDir, "first"), "utf8"), template.settings, "the first new stack is made from it");
   await warmed.destroy("first");

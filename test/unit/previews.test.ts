@@ -10,6 +10,7 @@ import type { PreviewStatus } from "../../crds/types.ts";
 import { gate, type GateInput } from "../../operator/controller/approval.ts";
 import { previewBasis } from "../../operator/controller/drift.ts";
 import { PlanStore } from "../../operator/pulumi/plans.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/pulumi/preview-steps.ts";
 
 const basis = previewBasis(3, ["Deployment web: spec.replicas: 1, want 3"]);
@@ -96,23 +97,23 @@ test("only steps that change something count as changes", () => {
 const plansDir = mkdtempSync(join(tmpdir(), "appstack-plans-"));
 after(() => rmSync(plansDir, { recursive: true, force: true }));
 
-test("plans are named by their content, only the newest is kept, and ids that are not digests find nothing", () => {
-  const store = new PlanStore(plansDir);
-  const first = store.draft("app.ns.web");
+test("plans are named by their content, only the newest is kept, and ids that are not digests find nothing", async () => {
+  const store = new PlanStore(plansDir, new StateIo(60_000));
+  const first = await store.draft("app.ns.web");
   writeFileSync(first, '{"plan":1}');
-  const firstId = store.commit("app.ns.web", first);
+  const firstId = await store.commit("app.ns.web", first);
   assert.match(firstId, /^[0-9a-f]{12}$/);
-  assert.ok(store.find("app.ns.web", firstId));
+  assert.ok(await store.find("app.ns.web", firstId));
 
-  const second = store.draft("app.ns.web");
+  const second = await store.draft("app.ns.web");
   writeFileSync(second, '{"plan":2}');
-  const secondId = store.commit("app.ns.web", second);
+  const secondId = await store.commit("app.ns.web", second);
   assert.notEqual(secondId, firstId);
-  assert.equal(store.find("app.ns.web", firstId), undefined);
+  assert.equal(await store.find("app.ns.web", firstId), undefined);
   assert.deepEqual(readdirSync(join(plansDir, "app.ns.web")), [`${secondId}.json`]);
 
-  assert.equal(store.find("app.ns.web", "../../../etc/passwd"), undefined);
-  assert.equal(store.find("app.ns.web", secondId.toUpperCase()), undefined);
-  store.discard("app.ns.web");
-  assert.equal(store.find("app.ns.web", secondId), undefined);
+  assert.equal(await store.find("app.ns.web", "../../../etc/passwd"), undefined);
+  assert.equal(await store.find("app.ns.web", secondId.toUpperCase()), undefined);
+  await store.discard("app.ns.web");
+  assert.equal(await store.find("app.ns.web", secondId), undefined);
 });

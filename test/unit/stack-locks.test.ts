@@ -12,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { createLogger } from "../../operator/manager/log.ts";
 import { podVerdict } from "../../operator/kube/peer-pods.ts";
 import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "../../operator/pulumi/stack-locks.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { eventually } from "../helpers/cluster.ts";
 
 const backend = mkdtempSync(join(tmpdir(), "appstack-locks-"));
@@ -19,6 +20,7 @@ after(() => rmSync(backend, { recursive: true, force: true }));
 const backendUrl = pathToFileURL(backend).href;
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
+const io = new StateIo(60_000);
 
 /** A pid no process has: beyond the kernel's default pid_max. */
 const deadPid = 4_194_304 + 1;
@@ -38,19 +40,19 @@ test("a sweep breaks the project's locks whose holder is gone, and keeps live on
   const live = lock("appstack", "app.default.running", { pid: process.pid, hostname: hostname() });
   const other = lock("someone-else", "app.default.killed", { pid: deadPid, hostname: hostname() });
 
-  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log), 1);
+  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log, io), 1);
   assert.ok(!existsSync(dead) && !existsSync(`${dead}.attrs`), "a dead holder's lock is broken");
   assert.ok(existsSync(foreign), "another host's lock stays when nothing proves its holder gone: it may be a frozen leader's");
   assert.ok(existsSync(live) && existsSync(`${live}.attrs`), "a live holder's lock stays");
   assert.ok(existsSync(other), "another project's lock stays");
   assert.equal(warnings.length, 1, "one warning per broken lock, none for its attributes file");
 
-  const running = await breakStaleLocks(backendUrl, "appstack", "app.default.running", log);
+  const running = await breakStaleLocks(backendUrl, "appstack", "app.default.running", log, io);
   assert.equal(running.removed, false);
   assert.match(running.held ?? "", new RegExp(`pid ${process.pid} on ${hostname()} since .*: its process still runs on this host`));
-  assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.moved", log)).held ?? "", /on an-old-pod since .*: it was taken on another host, and nothing here can prove/);
-  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log), 0, "a second sweep finds nothing");
-  assert.equal(await breakAllStaleLocks("s3://bucket", "appstack", log), 0, "only file backends have lock files to look at");
+  assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.moved", log, io)).held ?? "", /on an-old-pod since .*: it was taken on another host, and nothing here can prove/);
+  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log, io), 0, "a second sweep finds nothing");
+  assert.equal(await breakAllStaleLocks("s3://bucket", "appstack", log, io), 0, "only file backends have lock files to look at");
 });
 
 test("another host's lock is broken only when the holder check proves that host's engine gone", async () => {
@@ -58,14 +60,14 @@ test("another host's lock is broken only when the holder check proves that host'
   const taken = new Date("2026-11-23T10:00:00Z");
   const frozen = lock("appstack", "app.default.frozen", { pid: 7, hostname: "appstack-old" }, taken);
   const stillThere: HolderCheck = (host, takenAtMs) => (asked.push([host, takenAtMs]), Promise.resolve({ gone: false, why: "pod appstack-old still runs" }));
-  const sweep = await breakStaleLocks(backendUrl, "appstack", "app.default.frozen", log, stillThere);
+  const sweep = await breakStaleLocks(backendUrl, "appstack", "app.default.frozen", log, io, stillThere);
   assert.deepEqual(sweep, { removed: false, held: `pid 7 on appstack-old since ${taken.toISOString()}: pod appstack-old still runs` });
   assert.deepEqual(asked, [["appstack-old", taken.getTime()]]);
   assert.ok(existsSync(frozen));
 
   const gone: HolderCheck = () => Promise.resolve({ gone: true, why: "pod appstack-old no longer exists" });
   // This one and the first test's an-old-pod lock.
-  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log, gone), 2);
+  assert.equal(await breakAllStaleLocks(backendUrl, "appstack", log, io, gone), 2);
   assert.ok(!existsSync(frozen) && !existsSync(`${frozen}.attrs`));
   assert.match(warnings.at(-1) ?? "", /pod appstack-old no longer exists/);
 });
@@ -73,7 +75,7 @@ test("another host's lock is broken only when the holder check proves that host'
 test("a lock whose pid now belongs to a process started after the lock was taken is stale (pids wrap)", async () => {
   // This test process is alive, but started long after a lock taken a day ago.
   const reused = lock("appstack", "app.default.reused", { pid: process.pid, hostname: hostname() }, new Date(Date.now() - 86_400_000));
-  assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.reused", log)).removed, true);
+  assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.reused", log, io)).removed, true);
   assert.ok(!existsSync(reused));
 });
 
@@ -87,9 +89,9 @@ test("a lock whose holder has exited but is not reaped yet (a zombie) is stale; 
   await eventually("the child to be a zombie", async () => (readFileSync(`/proc/${zombie}/stat`, "utf8").split(") ")[1]?.startsWith("Z") ? true : undefined), 10_000);
   const exited = lock("appstack", "app.default.exited", { pid: zombie, hostname: hostname() });
   const running = lock("appstack", "app.default.parent", { pid: parent.pid!, hostname: hostname() });
-  assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.exited", log)).removed, true);
+  assert.equal((await breakStaleLocks(backendUrl, "appstack", "app.default.exited", log, io)).removed, true);
   assert.ok(!existsSync(exited), "a zombie holds no lock");
-  assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.parent", log)).held ?? "", /its process still runs on this host/);
+  assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.parent", log, io)).held ?? "", /its process still runs on this host/);
   assert.ok(existsSync(running));
 });
 
