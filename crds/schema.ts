@@ -31,6 +31,7 @@ const stack: JsonSchema = {
   properties: {
     name: { type: "string", description: "The stack's name: <kind>.<namespace>.<name>, ending in a digest when too long for Pulumi." },
     appliedFingerprint: { type: "string", description: "The operator program's version and the generation that the last successful up applied." },
+    appliedPlan: { type: "string", description: "The approved plan (status.preview.planId) that the last successful up applied, with updatePolicy Preview." },
     attempts: { type: "integer", minimum: 0, description: "Consecutive failed attempts; 0 after a success." },
     nextRetryTime: { ...timestamp, description: "When the next attempt is due after a failure (capped exponential backoff)." },
     lastOperation: {
@@ -90,8 +91,17 @@ export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSche
   return {
     type: "object",
     description: "What the operator observed and did, written by the operator only.",
+    // Read as observedGeneration 0 before the operator first writes: kstatus reads an object with
+    // no status and no conditions as Current, a new one included.
+    default: {},
     properties: {
-      observedGeneration: { type: "integer", format: "int64", description: "The generation whose spec has been applied." },
+      observedGeneration: {
+        type: "integer",
+        format: "int64",
+        minimum: 0,
+        default: 0,
+        description: "The generation whose spec has been applied, or, while the Stalled condition is True, the generation that cannot be; 0 until a first spec is applied. A newer spec that is being applied or waits for approval (updatePolicy Preview) leaves it behind: compare it with metadata.generation to know whether the spec is applied, and read the Ready condition for the rest.",
+      },
       replicas: { type: "integer", format: "int32", description: "Pods of the object's own Deployment." },
       readyReplicas: { type: "integer", format: "int32", description: "Ready pods of the object's own Deployment." },
       availableReplicas: { type: "integer", format: "int32", description: "Available pods of the object's own Deployment." },

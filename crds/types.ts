@@ -81,6 +81,8 @@ export interface StackStatus {
   lastOperation?: StackOperation;
   /** What the last successful `up` was made from; equal again means nothing to do. */
   appliedFingerprint?: string;
+  /** The approved plan the last successful `up` applied (updatePolicy Preview). */
+  appliedPlan?: string;
   /** Consecutive failed attempts, and when the next one is due. */
   attempts?: number;
   nextRetryTime?: string;

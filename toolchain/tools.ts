@@ -62,9 +62,11 @@ export const tools: readonly Tool[] = [
   ),
   { binary: "etcd", moduleDir: "kube", goPackage: "go.etcd.io/etcd/server/v3", pinnedModule: "go.etcd.io/etcd/server/v3" },
   { binary: "kwok", moduleDir: "kwok", goPackage: "sigs.k8s.io/kwok/cmd/kwok", pinnedModule: "sigs.k8s.io/kwok" },
+  // Tests only: how kstatus (Flux's, kapply's and Config Sync's reading of status) reads an object.
+  { binary: "kstatus", moduleDir: "kstatus", goPackage: ".", pinnedModule: "sigs.k8s.io/cli-utils" },
 ];
 
-export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok";
+export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus";
 
 export function cacheRoot(): string {
   const base = process.env["APPSTACK_CACHE_DIR"] ?? join(process.env["XDG_CACHE_HOME"] ?? join(homedir(), ".cache"), "appstack");

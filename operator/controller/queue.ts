@@ -29,8 +29,9 @@ export interface Backoff {
 }
 
 /**
- * What a run of the handler that did not fail came to, when it is not simply done: waiting on
- * another object of the same name or on the API server (`requeued`), on another engine's stack
+ * What a run of the handler that did not fail came to, when it is not simply done: to be run again
+ * shortly (`requeued`: another object of its name is reconciling, the cache is behind the API
+ * server, an applied approval is still to be removed), waiting on another engine's stack
  * lock (`locked`); a stack forgotten instead of destroyed (`forgotten`); an operation stopped for
  * the handover (`interrupted`: the next leader carries on).
  */

@@ -26,6 +26,8 @@ import type { Watcher } from "./watch.ts";
 const busyRetryMs = 5_000;
 /** An App and a Memcached of one name want the same children: one reconciles at a time. */
 const sameNameRetryMs = 1_000;
+/** When to remove again an approval whose plan was applied but whose removal failed. */
+const approvalRetryMs = 1_000;
 /** Destroy attempts in a terminating namespace before the stack is forgotten instead. */
 const terminatingNamespaceAttempts = 3;
 
@@ -58,6 +60,17 @@ function awaiting(object: Workload, preview: PreviewStatus): Phase {
 /** The stack report of a failed attempt: how many in a row, and when the next one comes. */
 function retrying(stack: StackStatus, attempt: number, delayMs: number): StackStatus {
   return { ...stack, attempts: attempt, nextRetryTime: new Date(Date.now() + delayMs).toISOString() };
+}
+
+/** The stack report with the failed operation an error carries, if it carries one. */
+function withOperationOf(stack: StackStatus, error: unknown): StackStatus {
+  return error instanceof StackOperationFailed ? { ...stack, lastOperation: error.operation } : stack;
+}
+
+/** The stack report of a successful `up`: what it applied, from which approved plan if any. */
+function appliedStack(object: Workload, stack: string, operation: StackOperation, approved: Approved | undefined): StackStatus {
+  const appliedFingerprint = encodeApplied({ programVersion, generation: object.metadata.generation ?? 0 });
+  return { name: stack, lastOperation: operation, appliedFingerprint, ...(approved ? { appliedPlan: approved.planId } : {}), attempts: 0 };
 }
 
 function refreshes(decision: Pending): boolean {
@@ -134,7 +147,7 @@ export class Reconciler {
     if (decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log);
     if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log);
     if (decision.action === "none") {
-      await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack }, true);
+      await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack });
       return;
     }
     return this.apply(object, stack, key, decision, observed, log);
@@ -168,7 +181,7 @@ export class Reconciler {
     // An approved plan stays in status until it is applied: a failed attempt retries the same plan.
     const preview = approved ? object.status?.preview : undefined;
     const applying = approved ? `pulumi up of approved plan ${approved.planId}` : `pulumi up: ${decision.reason}`;
-    await this.report(object, observed.deployment, { kind: "progressing", reason: decision.action === "repair" ? "RepairingDrift" : "Applying", message: applying }, previous, false, preview);
+    await this.report(object, observed.deployment, { kind: "progressing", reason: decision.action === "repair" ? "RepairingDrift" : "Applying", message: applying }, previous, preview);
     await this.handOver(object, decision, observed, log);
     log.info("pulumi up", { reason: decision.reason, refresh: refreshes(decision), plan: approved?.planId });
     const started = Date.now();
@@ -186,8 +199,10 @@ export class Reconciler {
       throw await this.operationFailed(object, key, previous, observed.deployment, error, started, log, preview);
     }
     log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
-    await this.applied(object, stack, decision, operation, approved);
-    return this.settle(object, stack, key, { name: stack, lastOperation: operation, appliedFingerprint: encodeApplied({ programVersion, generation: object.metadata.generation ?? 0 }), attempts: 0 }, log);
+    const approvalLeft = await this.applied(object, stack, decision, operation, log, approved);
+    const settled = await this.settle(object, stack, key, appliedStack(object, stack, operation, approved), log);
+    // The up succeeded and says so; the approval it used is removed by the next pass (see gated).
+    return approvalLeft ? { outcome: "requeued", requeueAfterMs: approvalRetryMs } : settled;
   }
 
   /**
@@ -214,13 +229,13 @@ export class Reconciler {
     const observed = await this.children.observe(object, true);
     if (observed.conflicts.length) return this.conflict(object, stack, key, observed, log, stackStatus);
     if (!observed.drift.length) {
-      await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatus, true);
+      await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatus);
       return undefined;
     }
     const message = `the children changed while or after they were applied: ${describeDrift(observed.drift)}`;
     const { delayMs } = this.deps.backoff(key);
     log.warn("drift right after the update; repairing", { drift: observed.drift, retryInMs: delayMs });
-    await this.report(object, observed.deployment, { kind: "progressing", reason: "DriftDetected", message }, stackStatus, true);
+    await this.report(object, observed.deployment, { kind: "progressing", reason: "DriftDetected", message }, stackStatus);
     throw new ReportedFailure("DriftDetected", message);
   }
 
@@ -249,15 +264,27 @@ export class Reconciler {
     this.deps.events.record(object, "Warning", "ForeignResourceDropped", `${named.join(" and ")} took the name of a child this ${object.kind} had; it was dropped from the stack's state, and appstack neither changes nor deletes it`);
   }
 
-  /** Says what a successful `up` did; an approval it carried out is used up. */
-  private async applied(object: Workload, stack: string, decision: Pending, operation: StackOperation, approved?: Approved): Promise<void> {
+  /**
+   * Says what a successful `up` did; an approval it carried out is used up. Returns whether that
+   * approval is still on the object: the API server refused its removal, which the up's success
+   * does not undo.
+   */
+  private async applied(object: Workload, stack: string, decision: Pending, operation: StackOperation, log: Logger, approved?: Approved): Promise<boolean> {
     const changes = describeChanges(operation.resourceChanges, "done");
-    if (approved) {
+    if (!approved) {
+      if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
+      else this.deps.events.record(object, "Normal", "StackUpdated", `${decision.reason}; applied by pulumi up (${changes})`);
+      return false;
+    }
+    await this.deps.plans.discard(stack);
+    this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
+    try {
       await consumeApproval(this.deps.clients, object, approved.planId);
-      await this.deps.plans.discard(stack);
-      this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
-    } else if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
-    else this.deps.events.record(object, "Normal", "StackUpdated", `${decision.reason}; applied by pulumi up (${changes})`);
+      return false;
+    } catch (error) {
+      log.warn("the approval of the applied plan could not be removed; removing it again shortly", { plan: approved.planId, retryInMs: approvalRetryMs, error: briefError(error) });
+      return true;
+    }
   }
 
   /**
@@ -277,9 +304,9 @@ export class Reconciler {
     const { attempt, delayMs } = this.deps.backoff(key);
     log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
     this.deps.events.record(object, "Warning", reason, message);
-    const stack = retrying({ ...previous, ...(operation ? { lastOperation: operation } : {}) }, attempt, delayMs);
+    const stack = retrying(withOperationOf(previous, error), attempt, delayMs);
     // Best effort: the retry matters more than the report of the failure.
-    await this.report(object, deployment, { kind: "stalled", reason, message }, stack, false, preview).catch(() => undefined);
+    await this.report(object, deployment, { kind: "stalled", reason, message }, stack, preview).catch(() => undefined);
     return new ReportedFailure(reason, message);
   }
 
@@ -289,7 +316,7 @@ export class Reconciler {
     const { attempt, delayMs } = this.deps.backoff(key);
     log.warn("resource conflict", { conflicts: observed.conflicts.map((c) => `${c.child.kind}/${c.child.name}`), attempt, retryInMs: delayMs });
     this.deps.events.record(object, "Warning", "ResourceConflict", message);
-    await this.report(object, undefined, { kind: "stalled", reason: "ResourceConflict", message }, retrying(stackStatus ?? object.status?.stack ?? { name: stack }, attempt, delayMs), false);
+    await this.report(object, undefined, { kind: "stalled", reason: "ResourceConflict", message }, retrying(stackStatus ?? object.status?.stack ?? { name: stack }, attempt, delayMs));
     throw new ReportedFailure("ResourceConflict", message);
   }
 
@@ -305,12 +332,12 @@ export class Reconciler {
     this.deps.events.record(object, "Warning", "ReconcileFailed", message);
     const stack = retrying(object.status?.stack ?? { name: stackName(objectKey.kind, objectKey.namespace, objectKey.name) }, attempt, delayMs);
     const deployment = (await this.children.observe(object).catch(() => undefined))?.deployment;
-    await this.report(object, deployment, { kind: "stalled", reason: "ReconcileFailed", message }, stack, false).catch(() => undefined);
+    await this.report(object, deployment, { kind: "stalled", reason: "ReconcileFailed", message }, stack).catch(() => undefined);
   }
 
   /** updatePolicy Preview: nothing runs `up` unless a person approved the plan a preview saved. */
   private async gated(object: Workload, stack: string, key: string, decision: Decision, observed: Observed, log: Logger): Promise<HandlerResult> {
-    const approval = approvalOf(object);
+    const approval = await this.unusedApproval(object);
     const basis = previewBasis(object.metadata.generation ?? 0, observed.drift);
     const approvedPlan = await this.deps.plans.find(stack, approval);
     const next = gate({ decision, basis, preview: object.status?.preview, approval, findPlan: (id) => (id === approval ? approvedPlan : undefined) });
@@ -319,7 +346,19 @@ export class Reconciler {
     if (next.action === "preview" && decision.action !== "none") return this.preview(object, stack, key, decision, observed, log);
     const preview = next.action === "wait" ? object.status?.preview : undefined;
     if (!preview) await this.deps.plans.discard(stack);
-    await this.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack }, true, preview);
+    await this.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), object.status?.stack ?? { name: stack }, preview);
+    return undefined;
+  }
+
+  /**
+   * The approval on the object, unless its plan is the one applied last: the removal after that
+   * `up` failed, and it is removed now instead of refused (plan ids are digests of plans that
+   * carry their time, so no later preview has this id).
+   */
+  private async unusedApproval(object: Workload): Promise<string | undefined> {
+    const approval = approvalOf(object);
+    if (approval === undefined || approval !== object.status?.stack?.appliedPlan) return approval;
+    await consumeApproval(this.deps.clients, object, approval);
     return undefined;
   }
 
@@ -350,7 +389,7 @@ export class Reconciler {
     const planId = await this.deps.plans.commit(stack, draft);
     const preview: PreviewStatus = { planId, generation: object.metadata.generation ?? 0, basis, reason: decision.reason, time: new Date().toISOString(), changes: planned.changes, steps: planned.steps };
     this.deps.events.record(object, "Normal", "ChangesPending", `plan ${planId} (${decision.reason}): ${describeSteps(planned.steps)}; approve with: ${approveCommand(object, planId)}`);
-    await this.report(object, observed.deployment, awaiting(object, preview), stackStatus, true, preview);
+    await this.report(object, observed.deployment, awaiting(object, preview), stackStatus, preview);
     return undefined;
   }
 
@@ -366,7 +405,7 @@ export class Reconciler {
   private async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
     if (!hasFinalizer(object)) return;
     const observed = await this.children.observe(object);
-    await this.report(object, observed.deployment, { kind: "deleting", message: "destroying the stack" }, object.status?.stack ?? { name: stack }, false).catch(() => undefined);
+    await this.report(object, observed.deployment, { kind: "deleting", message: "destroying the stack" }, object.status?.stack ?? { name: stack }).catch(() => undefined);
     const started = Date.now();
     let forgotten = false;
     try {
@@ -375,13 +414,16 @@ export class Reconciler {
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {
-      if (error instanceof StackBusy) return this.locked(object, observed.deployment, object.status?.stack ?? { name: stack }, error, log);
+      const previous = object.status?.stack ?? { name: stack };
+      if (error instanceof StackBusy) return this.locked(object, observed.deployment, previous, error, log);
       if (error instanceof OperationInterrupted) throw error; // still Deleting: the next leader destroys it
       const message = error instanceof Error ? error.message : String(error);
-      const { attempt } = this.deps.backoff(key);
+      const { attempt, delayMs } = this.deps.backoff(key);
       if (attempt < terminatingNamespaceAttempts || !(await this.namespaceTerminating(object.metadata.namespace))) {
-        log.error("pulumi destroy failed", { operation: "destroy", attempt, error: message });
+        log.error("pulumi destroy failed", { operation: "destroy", attempt, retryInMs: delayMs, error: message });
         this.deps.events.record(object, "Warning", "DestroyFailed", message);
+        // Stalled until the next attempt, not Deleting for ever: the engine's words say what to fix.
+        await this.report(object, observed.deployment, { kind: "stalled", reason: "DestroyFailed", message }, retrying(withOperationOf(previous, error), attempt, delayMs)).catch(() => undefined);
         throw new ReportedFailure("DestroyFailed", message);
       }
       // The namespace takes the children with it; a stuck finalizer would hold it forever.
@@ -404,18 +446,18 @@ export class Reconciler {
   private async locked(object: Workload, deployment: V1Deployment | undefined, stack: StackStatus, error: StackBusy, log: Logger): Promise<HandlerResult> {
     log.info("stack locked by another engine; retrying", { error: error.message, retryInMs: busyRetryMs });
     this.deps.events.record(object, "Warning", "StackLocked", error.message);
-    await this.report(object, deployment, { kind: "progressing", reason: "StackLocked", message: error.message }, stack, false).catch(() => undefined);
+    await this.report(object, deployment, { kind: "progressing", reason: "StackLocked", message: error.message }, stack).catch(() => undefined);
     return { outcome: "locked", requeueAfterMs: busyRetryMs };
   }
 
-  private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, observed: boolean, preview?: PreviewStatus): Promise<void> {
+  private async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, preview?: PreviewStatus): Promise<void> {
     const selector = podSelector(object);
     // Pods count only under the object's own Deployment: never another object's.
     const pods = deployment ? this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp) : [];
     const refined = withScheduling(phase, pods);
     // Operation failures record their own Events; a rollout that cannot go on is said here.
     if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
-    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview, observed: observed || object.status?.observedGeneration === object.metadata.generation });
+    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview });
     try {
       if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
     } catch (error) {

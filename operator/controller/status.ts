@@ -4,6 +4,7 @@ import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
 import { describe } from "../../components/kinds.ts";
 import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
+import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
 /** Like `kubectl rollout status`: the newest spec is observed and every replica is updated and available. */
@@ -47,8 +48,17 @@ export interface StatusInput {
   readonly stack: StackStatus;
   /** The preview waiting for approval, if any. */
   readonly preview?: PreviewStatus;
-  /** Whether the spec of `object.metadata.generation` has been applied. */
-  readonly observed: boolean;
+}
+
+/**
+ * The generation the status speaks for, as kstatus reads it (Flux, kapply, Config Sync): the one
+ * whose spec the stack records as applied, or the object's own when Stalled reports that it cannot
+ * be applied. A newer spec that is being applied or waits for approval leaves it behind, so that
+ * a tool comparing generations alone reads the change as pending; 0 until a first spec is applied.
+ */
+export function observedGeneration(generation: number | undefined, phase: Phase, stack: StackStatus): number {
+  if (phase.kind === "stalled" && generation !== undefined) return generation;
+  return decodeApplied(stack.appliedFingerprint)?.generation ?? 0;
 }
 
 export function computeStatus(input: StatusInput, now = new Date()): MemcachedStatus {
@@ -56,7 +66,7 @@ export function computeStatus(input: StatusInput, now = new Date()): MemcachedSt
   const previous = object.status ?? {};
   const generation = object.metadata.generation;
   const status: MemcachedStatus = {
-    observedGeneration: input.observed ? generation : previous.observedGeneration,
+    observedGeneration: observedGeneration(generation, input.phase, input.stack),
     replicas: deployment?.status?.replicas ?? 0,
     readyReplicas: deployment?.status?.readyReplicas ?? 0,
     availableReplicas: deployment?.status?.availableReplicas ?? 0,

@@ -43,7 +43,7 @@ export async function previewRound(clients: KubeClients, namespace: string, n: n
     ...api, namespace,
     body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name: `gated-${i}`, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80, updatePolicy: "Preview" } },
   })));
-  const previewed = await until(clients, namespace, n, (app) => !!app.status?.preview && app.status.observedGeneration === app.metadata.generation);
+  const previewed = await until(clients, namespace, n, (app) => app.status?.preview?.generation === app.metadata.generation);
   const previewedSeconds = (Date.now() - started) / 1000;
   const approving = Date.now();
   const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");

@@ -78,7 +78,7 @@ test("killed mid-up of an approved plan, a restarted operator finishes it or ask
     eventually("a preview waiting for approval", async () => {
       const app = await workloads.get("App", "default", name);
       const planId = app.status?.preview?.planId;
-      return planId && planId !== except && app.status?.observedGeneration === app.metadata.generation ? planId : undefined;
+      return planId && planId !== except && app.status?.preview?.generation === app.metadata.generation ? planId : undefined;
     });
 
   const first = await waiting();

@@ -1,15 +1,19 @@
 // Stack previews end to end: updatePolicy Preview in the cluster (preview, approve, stale approval)
 // and `appstack preview -f` on the command line, with the real engine on a real API server. The
-// point of a preview is that nothing happens: every step checks the cluster is untouched.
+// point of a preview is that nothing happens: every step checks the cluster is untouched. Here too:
+// the status through every state as kstatus (Flux, kapply, Config Sync) reads it, a changed spec
+// waiting for approval above all.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import type { V1Deployment } from "@kubernetes/client-node";
-import { approveAnnotation, type App, type PreviewStatus } from "../../crds/types.ts";
+import { PatchStrategy, setHeaderOptions, type V1Deployment } from "@kubernetes/client-node";
+import { approveAnnotation, type App, type Condition, type PreviewStatus } from "../../crds/types.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
-import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { denyWrites, holdWrites, type AdmissionRequest } from "../helpers/hold.ts";
+import { kstatus, type KstatusStatus } from "../helpers/kstatus.ts";
 import { disposeOperator, previewCli, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -120,6 +124,163 @@ test("updatePolicy Preview: a Deployment deleted out of band is previewed as a c
   await approve("gated", preview.planId);
   await workloads.ready("App", namespace, "gated");
   assert.equal((await deployment("gated"))?.spec?.replicas, 3);
+});
+
+function conditionOf(app: App, type: Condition["type"]): Condition | undefined {
+  return app.status?.conditions?.find((c) => c.type === type);
+}
+
+/** kstatus reads `app` (as the API server returned it) as `status`, with `observedGeneration` applied. */
+function readsAs(app: App, status: KstatusStatus, observedGeneration: number, state: string): void {
+  const reading = kstatus(app);
+  const conditions = (app.status?.conditions ?? []).map((c) => `${c.type}=${c.status} ${c.reason}`).join(", ");
+  assert.equal(reading.status, status, `${state}: kstatus read ${reading.status} (${reading.message}); generation ${app.metadata.generation}; ${conditions}`);
+  assert.equal(app.status?.observedGeneration, observedGeneration, `${state}: observedGeneration`);
+}
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+async function getApp(name: string): Promise<App> {
+  return (await workloads.get("App", namespace, name)) as App;
+}
+
+async function readyApp(name: string): Promise<App> {
+  return (await workloads.ready("App", namespace, name)) as App;
+}
+
+/** The App as it reads while the engine's next write to its Deployment is held; the write goes on after. */
+async function whileEngineWriteHeld(name: string, change: () => Promise<unknown>): Promise<App> {
+  const hold = await holdWrites(cluster().cluster, "deployments", "UPDATE", namespace, name, /^appstack$/);
+  try {
+    await change();
+    await hold.held;
+    return await getApp(name);
+  } finally {
+    await hold.release();
+  }
+}
+
+async function imageOf(name: string): Promise<string | undefined> {
+  return (await deployment(name))?.spec?.template.spec?.containers[0]?.image;
+}
+
+async function scaleDeployment(name: string, replicas: number): Promise<void> {
+  await cluster().apps.patchNamespacedDeployment({ name, namespace, body: { spec: { replicas } } }, mergePatch);
+}
+
+test("status as kstatus reads it: InProgress while anything is pending, Current once applied and Ready, Failed when Stalled; observedGeneration is the applied generation", async () => {
+  const name = "kstatus";
+  // New: before the operator has written anything, observedGeneration is the schema's default 0.
+  const created = (await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } })) as App;
+  readsAs(created, "InProgress", 0, "new");
+  readsAs(await readyApp(name), "Current", 1, "applied");
+
+  // Changed: while the engine's write is held, generation 2 is being applied, not applied.
+  const changing = await whileEngineWriteHeld(name, () => workloads.mergeSpec("App", namespace, name, { image: "nginx:1.28" }));
+  assert.equal(conditionOf(changing, "Reconciling")?.reason, "Applying");
+  readsAs(changing, "InProgress", 1, "changed, being applied");
+  readsAs(await readyApp(name), "Current", 2, "changed, applied");
+
+  // Drifted: in progress until the repair is written.
+  const repairing = await whileEngineWriteHeld(name, () => scaleDeployment(name, 3));
+  assert.equal(conditionOf(repairing, "Reconciling")?.reason, "RepairingDrift");
+  readsAs(repairing, "InProgress", 2, "drifted, being repaired");
+  readsAs(await readyApp(name), "Current", 2, "repaired");
+
+  // Awaiting approval: generation 4 is not applied, and nothing says it is.
+  await workloads.mergeSpec("App", namespace, name, { updatePolicy: "Preview" });
+  readsAs(await readyApp(name), "Current", 3, "updatePolicy Preview, nothing to apply");
+  await workloads.mergeSpec("App", namespace, name, { image: "nginx:1.29" });
+  const { app: awaiting, preview } = await previewOf(name);
+  assert.equal(awaiting.metadata.generation, 4);
+  assert.equal(conditionOf(awaiting, "Ready")?.reason, "AwaitingApproval");
+  assert.equal(conditionOf(awaiting, "Ready")?.observedGeneration, 4, "the conditions speak for the current generation");
+  readsAs(awaiting, "InProgress", 3, "awaiting approval");
+  assert.equal(await imageOf(name), "nginx:1.28");
+
+  // Approved: in progress until the plan is applied and rolled out.
+  readsAs(await whileEngineWriteHeld(name, () => approve(name, preview.planId)), "InProgress", 3, "approved, being applied");
+  readsAs(await readyApp(name), "Current", 4, "approved, applied");
+  assert.equal(await imageOf(name), "nginx:1.29");
+
+  // Drifted under Preview: the spec stays applied; the repair waits for approval (Ready False).
+  await scaleDeployment(name, 2);
+  const { app: drifted, preview: repair } = await previewOf(name, preview.planId);
+  assert.match(repair.reason, /^drift: /);
+  readsAs(drifted, "InProgress", 4, "drifted, repair awaiting approval");
+  await approve(name, repair.planId);
+  readsAs(await readyApp(name), "Current", 4, "drift repaired");
+
+  // Unschedulable: applied, but the rollout waits on a pod no node can take.
+  await workloads.mergeSpec("App", namespace, name, { updatePolicy: "Auto", resources: { requests: { memory: "1Ti" } } });
+  const unschedulable = await eventually("Ready=False Unschedulable", async () => {
+    const app = await getApp(name);
+    return conditionOf(app, "Ready")?.reason === "Unschedulable" ? app : undefined;
+  });
+  readsAs(unschedulable, "InProgress", 5, "unschedulable");
+  await workloads.mergeSpec("App", namespace, name, { resources: null });
+  readsAs(await readyApp(name), "Current", 6, "schedulable again");
+
+  // Conflict: Stalled, for the generation that cannot be applied.
+  const taken = "kstatus-taken";
+  const template = { metadata: { labels: { app: taken } }, spec: { containers: [{ name: "c", image: "nginx" }] } };
+  await cluster().apps.createNamespacedDeployment({ namespace, body: { metadata: { name: taken }, spec: { selector: { matchLabels: { app: taken } }, template } } });
+  await workloads.create({ kind: "App", metadata: { name: taken, namespace }, spec: { image: "nginx:1.27" } });
+  const conflicted = (await workloads.condition("App", namespace, taken, "Stalled", "True")) as App;
+  assert.equal(conditionOf(conflicted, "Stalled")?.reason, "ResourceConflict");
+  readsAs(conflicted, "Failed", 1, "conflict");
+  await workloads.delete("App", namespace, taken);
+  await workloads.gone("App", namespace, taken);
+  await cluster().apps.deleteNamespacedDeployment({ name: taken, namespace });
+});
+
+test("a destroy that fails is Stalled with the engine's words and a Warning Event, not Deleting for ever, and is retried", async () => {
+  const name = "kstatus";
+  const denial = await denyWrites(cluster().cluster, "deployments", "DELETE", namespace, name, { message: "kept by the test" });
+  try {
+    await workloads.delete("App", namespace, name);
+    // kstatus reads any object being deleted as Terminating, before its conditions.
+    assert.equal(kstatus(await getApp(name)).status, "Terminating");
+    await denial.denied;
+    const stalled = await eventually("Stalled=True", async () => {
+      const app = await getApp(name);
+      return conditionOf(app, "Stalled")?.status === "True" ? app : undefined;
+    });
+    const why = conditionOf(stalled, "Stalled");
+    assert.equal(why?.reason, "DestroyFailed");
+    assert.match(why?.message ?? "", /kept by the test/);
+    assert.equal(conditionOf(stalled, "Reconciling")?.status, "False");
+    assert.deepEqual([stalled.status?.stack?.lastOperation?.kind, stalled.status?.stack?.lastOperation?.result], ["destroy", "failed"]);
+    assert.ok(stalled.status?.stack?.nextRetryTime);
+    assert.equal(kstatus(stalled).status, "Terminating");
+    await eventWithReason(cluster().core, namespace, name, "DestroyFailed", (m) => /kept by the test/.test(m));
+  } finally {
+    await denial.remove();
+  }
+  await workloads.gone("App", namespace, name);
+  assert.equal(await deployment(name), undefined);
+});
+
+test("an approved plan applied whose approval the API server would not remove: Ready, the approval removed on the next pass, never ReconcileFailed nor ApprovalRefused", async () => {
+  const name = "approval-kept";
+  await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, updatePolicy: "Preview" } });
+  const { preview } = await previewOf(name);
+  // The operator's removal of the approval (there before the write, gone after) is refused once.
+  const removing = (request: AdmissionRequest) => request.oldObject?.metadata?.annotations?.[approveAnnotation] !== undefined && request.object?.metadata?.annotations?.[approveAnnotation] === undefined;
+  const denial = await denyWrites(cluster().cluster, "apps", "UPDATE", namespace, name, { when: removing, times: 1 });
+  try {
+    await approve(name, preview.planId);
+    await denial.denied;
+    await approvalRemoved(name);
+  } finally {
+    await denial.remove();
+  }
+  const applied = await readyApp(name);
+  const reasons = (await eventsOf(cluster().core, namespace, name)).map((e) => e.reason);
+  assert.ok(!reasons.includes("ReconcileFailed") && !reasons.includes("ApprovalRefused"), `Events: ${reasons.join(", ")}`);
+  await eventWithReason(cluster().core, namespace, name, "PlanApplied", (m) => m.includes(preview.planId));
+  assert.equal(applied.status?.stack?.appliedPlan, preview.planId);
+  assert.equal(applied.status?.stack?.attempts, 0);
 });
 
 function previewCliOf(objects: object[], ...flags: string[]) {

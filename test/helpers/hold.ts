@@ -1,6 +1,7 @@
-// An API server that is slow to answer, on demand: a validating admission webhook that holds the
-// matching writes until the test lets them go. With it a test can stop an operation at a known
-// point (a Deployment's create or delete in flight, the stack locked) instead of racing it.
+// An API server that is slow to answer, or that refuses, on demand: a validating admission webhook
+// that holds the matching writes until the test lets them go, or denies them. With it a test can
+// stop an operation at a known point (a Deployment's create or delete in flight, the stack locked)
+// or make one fail (a delete refused) instead of racing it.
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -19,32 +20,58 @@ export interface Hold {
   release(): Promise<void>;
 }
 
-interface AdmissionReview {
-  request: { uid: string; operation: string; dryRun?: boolean; name?: string; resource: { resource: string }; subResource?: string; options?: { fieldManager?: string } };
+export interface Denial {
+  /** Resolves when a matching write has been denied; rejects after a minute without one. */
+  readonly denied: Promise<void>;
+  /** How many matching writes have been denied so far. */
+  readonly count: number;
+  /** Removes the webhook: later writes pass. */
+  remove(): Promise<void>;
 }
+
+/** The part of an AdmissionReview request the tests match on. */
+export interface AdmissionRequest {
+  uid: string;
+  operation: string;
+  dryRun?: boolean;
+  name?: string;
+  resource: { resource: string };
+  subResource?: string;
+  options?: { fieldManager?: string };
+  object?: { metadata?: { annotations?: Record<string, string> } };
+  oldObject?: { metadata?: { annotations?: Record<string, string> } };
+}
+
+type Operation = "CREATE" | "UPDATE" | "DELETE";
+
+/** What a webhook needs of a cluster: its kubeconfig, and its folder (the CA and serving certificate). */
+type ClusterFiles = Pick<LocalCluster, "kubeconfig" | "dir">;
 
 const probeName = "hold-probe";
 
-const groups = { deployments: "apps", services: "" } as const;
+const groups = { deployments: "apps", services: "", apps: "appstack.dev" } as const;
+
+type Resource = keyof typeof groups;
+
+/** The admission response: allowed, or denied with a message. */
+type Answer = (allowed: boolean, message?: string) => void;
+
+interface Webhook {
+  /** Removes the configuration: the API server stops calling. */
+  unregister(): Promise<void>;
+  /** Stops the server, once every request it holds has its answer. */
+  close(): Promise<void>;
+}
 
 /**
- * Holds `operation`s of the Deployments (or Services) named `name` in `namespace`; with
- * `fieldManager`, only the writes of a matching field manager (the engine's, not a person's).
+ * Serves a validating webhook for `operation`s of `resource` in `namespace`: `onRequest` answers
+ * each request, at once or later. Returns once the API server calls it.
  */
-export async function holdWrites(local: Pick<LocalCluster, "kubeconfig" | "dir">, resource: keyof typeof groups, operation: "CREATE" | "UPDATE" | "DELETE", namespace: string, name: string, fieldManager?: RegExp): Promise<Hold> {
+async function startWebhook(local: ClusterFiles, purpose: "hold" | "deny", resource: Resource, operation: Operation, namespace: string, onRequest: (request: AdmissionRequest, answer: Answer) => void): Promise<Webhook> {
+  const configName = `appstack-test-${purpose}-${resource}-${operation.toLowerCase()}`;
   const kc = loadKubeConfig(local.kubeconfig);
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-  const waiting: Array<() => void> = [];
   let probed = false;
-  let requests = 0;
-  let markHeld!: () => void;
-  const held = new Promise<void>((resolve, reject) => {
-    markHeld = resolve;
-    setTimeout(() => reject(new Error(`no ${operation} of ${resource} ${namespace}/${name} within a minute`)), 60_000).unref();
-  });
-  // Rejected before anyone waits on it (the test failed earlier), it must not fail the run.
-  held.catch(() => undefined);
-
   // The API server's serving certificate names 127.0.0.1 and is signed by the cluster's CA: good
   // enough for a webhook on loopback that the same API server calls.
   const pki = (file: string) => readFileSync(join(local.dir, "pki", file));
@@ -52,42 +79,37 @@ export async function holdWrites(local: Pick<LocalCluster, "kubeconfig" | "dir">
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     req.on("end", () => {
-      const review = JSON.parse(body) as AdmissionReview;
-      const answer = () => {
+      const { request } = JSON.parse(body) as { request: AdmissionRequest };
+      const answer: Answer = (allowed, message) => {
         res.setHeader("Content-Type", "application/json");
-        res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: review.request.uid, allowed: true } }));
+        const status = allowed ? {} : { status: { code: 403, message } };
+        res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: request.uid, allowed, ...status } }));
       };
-      if (review.request.name === probeName) probed = true;
-      const { request } = review;
-      if (request.dryRun || request.operation !== operation || request.name !== name || request.resource.resource !== resource || request.subResource) return answer();
-      if (fieldManager && !fieldManager.test(request.options?.fieldManager ?? "")) return answer();
-      requests++;
-      waiting.push(answer);
-      markHeld();
+      if (request.name === probeName) probed = true;
+      onRequest(request, answer);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  // A test that fails before release() must still let the process end.
+  // A test that fails before remove() must still let the process end.
   server.unref();
   const port = (server.address() as AddressInfo).port;
 
-  const configName = `appstack-test-hold-${resource}-${operation.toLowerCase()}`;
   await admission.createValidatingWebhookConfiguration({
     body: {
       metadata: { name: configName },
       webhooks: [
         {
-          name: "hold.test.appstack.dev",
+          name: `${purpose}.test.appstack.dev`,
           admissionReviewVersions: ["v1"],
           sideEffects: "None",
           // Whatever happens to this test, the cluster never stays blocked.
           failurePolicy: "Ignore",
           timeoutSeconds: 30,
-          clientConfig: { url: `https://127.0.0.1:${port}/hold`, caBundle: pki("ca.crt").toString("base64") },
+          clientConfig: { url: `https://127.0.0.1:${port}/${purpose}`, caBundle: pki("ca.crt").toString("base64") },
           namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
           // Deployment creates always pass by the webhook: the probe below is one.
           rules: [
-            { apiGroups: [groups[resource]], apiVersions: ["v1"], resources: [resource], operations: [operation], scope: "Namespaced" },
+            { apiGroups: [groups[resource]], apiVersions: ["*"], resources: [resource], operations: [operation], scope: "Namespaced" },
             { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"], scope: "Namespaced" },
           ],
         },
@@ -98,23 +120,91 @@ export async function holdWrites(local: Pick<LocalCluster, "kubeconfig" | "dir">
   // rule takes in creates for it) tells when it has.
   const apps = kc.makeApiClient(AppsV1Api);
   const probe = { metadata: { name: probeName }, spec: { selector: { matchLabels: { app: probeName } }, template: { metadata: { labels: { app: probeName } }, spec: { containers: [{ name: "c", image: "x" }] } } } };
-  await eventually("the hold webhook to be called", async () => {
+  await eventually(`the ${purpose} webhook to be called`, async () => {
     await apps.createNamespacedDeployment({ namespace, body: probe, dryRun: "All" });
     return probed || undefined;
   });
 
   return {
-    held,
-    get requests() {
-      return requests;
-    },
-    async release() {
+    async unregister() {
       await admission.deleteValidatingWebhookConfiguration({ name: configName });
-      for (const answer of waiting.splice(0)) answer();
+    },
+    async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // The API server keeps its connections to the webhook open; answered, they are idle.
       server.closeIdleConnections();
       await closed;
+    },
+  };
+}
+
+/** Whether a request is one of `operation` on the object `name` itself (not a dry run, no subresource). */
+function matches(request: AdmissionRequest, resource: Resource, operation: Operation, name: string): boolean {
+  return !request.dryRun && request.operation === operation && request.name === name && request.resource.resource === resource && !request.subResource;
+}
+
+/** A promise that `settle` resolves, rejected after a minute unless it was; never an unhandled rejection. */
+function signal(what: string): { promise: Promise<void>; settle: () => void } {
+  let settle!: () => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    settle = resolve;
+    setTimeout(() => reject(new Error(`no ${what} within a minute`)), 60_000).unref();
+  });
+  // Rejected before anyone waits on it (the test failed earlier), it must not fail the run.
+  promise.catch(() => undefined);
+  return { promise, settle };
+}
+
+/**
+ * Holds `operation`s of the Deployments (or Services) named `name` in `namespace`; with
+ * `fieldManager`, only the writes of a matching field manager (the engine's, not a person's).
+ */
+export async function holdWrites(local: ClusterFiles, resource: Resource, operation: Operation, namespace: string, name: string, fieldManager?: RegExp): Promise<Hold> {
+  const waiting: Array<() => void> = [];
+  let requests = 0;
+  const held = signal(`${operation} of ${resource} ${namespace}/${name}`);
+  const webhook = await startWebhook(local, "hold", resource, operation, namespace, (request, answer) => {
+    if (!matches(request, resource, operation, name)) return answer(true);
+    if (fieldManager && !fieldManager.test(request.options?.fieldManager ?? "")) return answer(true);
+    requests++;
+    waiting.push(() => answer(true));
+    held.settle();
+  });
+  return {
+    held: held.promise,
+    get requests() {
+      return requests;
+    },
+    async release() {
+      await webhook.unregister();
+      for (const answer of waiting.splice(0)) answer();
+      await webhook.close();
+    },
+  };
+}
+
+/**
+ * Denies `operation`s of the object `name` of `resource` in `namespace`, those that `when` picks
+ * (all by default), `times` times (until removed by default), with `message`.
+ */
+export async function denyWrites(local: ClusterFiles, resource: Resource, operation: Operation, namespace: string, name: string, options: { when?: (request: AdmissionRequest) => boolean; times?: number; message?: string } = {}): Promise<Denial> {
+  const { when = () => true, times = Infinity, message = "denied by the test" } = options;
+  let count = 0;
+  const denied = signal(`denied ${operation} of ${resource} ${namespace}/${name}`);
+  const webhook = await startWebhook(local, "deny", resource, operation, namespace, (request, answer) => {
+    if (!matches(request, resource, operation, name) || !when(request) || count >= times) return answer(true);
+    count++;
+    answer(false, message);
+    denied.settle();
+  });
+  return {
+    denied: denied.promise,
+    get count() {
+      return count;
+    },
+    async remove() {
+      await webhook.unregister();
+      await webhook.close();
     },
   };
 }

@@ -186,7 +186,9 @@ export class Workloads {
     return eventually(`a new preview of ${kind} ${namespace}/${name}`, async () => {
       const object = await this.get(kind, namespace, name);
       const preview = object.status?.preview;
-      const current = object.status?.observedGeneration === object.metadata.generation;
+      // status.observedGeneration stays at the applied generation while a plan waits: the Ready
+      // condition speaks for the current one.
+      const current = object.status?.conditions?.find((c) => c.type === "Ready")?.observedGeneration === object.metadata.generation;
       return preview && current && preview.planId !== previous && preview.generation === object.metadata.generation ? { object, preview } : undefined;
     });
   }

@@ -7,7 +7,7 @@ import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/controller/drift.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { engineMessage } from "../../operator/pulumi/stacks.ts";
-import { rolloutPhase, withScheduling } from "../../operator/controller/status.ts";
+import { observedGeneration, rolloutPhase, withScheduling } from "../../operator/controller/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
   assert.equal(stackName("App", "default", "web"), "app.default.web");
@@ -95,6 +95,18 @@ test("conditions follow kstatus and keep their transition time while unchanged",
   const stalled = conditionsFor({ kind: "stalled", reason: "StackUpdateFailed", message: "boom" }, 2, ready, t1);
   assert.equal(stalled.find((c) => c.type === "Stalled")?.status, "True");
   assert.ok(stalled.every((c) => c.observedGeneration === 2));
+});
+
+test("observedGeneration is the generation applied, the object's own while Stalled, and 0 before any is applied", () => {
+  const stack = (generation?: number) => ({ name: "s", ...(generation ? { appliedFingerprint: encodeApplied({ programVersion, generation }) } : {}) });
+  const awaiting = { kind: "awaiting", message: "plan 0123456789ab" } as const;
+  assert.equal(observedGeneration(4, awaiting, stack(3)), 3, "a spec waiting for approval is not applied");
+  assert.equal(observedGeneration(4, { kind: "progressing", reason: "Applying", message: "up" }, stack(3)), 3);
+  assert.equal(observedGeneration(4, { kind: "ready", message: "1 of 1" }, stack(4)), 4);
+  assert.equal(observedGeneration(4, { kind: "progressing", reason: "RollingOut", message: "0 of 1" }, stack(4)), 4);
+  assert.equal(observedGeneration(4, awaiting, stack(4)), 4, "drift waiting for approval: the spec is applied");
+  assert.equal(observedGeneration(4, { kind: "stalled", reason: "StackUpdateFailed", message: "boom" }, stack(3)), 4);
+  assert.equal(observedGeneration(1, awaiting, stack()), 0);
 });
 
 test("the engine's failure reads as its diagnosis, once, without URNs or framing", () => {
