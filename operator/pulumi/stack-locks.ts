@@ -49,8 +49,10 @@ function processStat(pid: number): string[] | undefined {
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-  } catch {
-    return false;
+  } catch (error) {
+    // Only ESRCH says no such process. EPERM says it runs as another user: a person's `appstack
+    // pulumi` or `appstack stacks`, whose lock is as live as an engine's of this operator.
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
   }
   return processStat(pid)?.[0] !== "Z";
 }

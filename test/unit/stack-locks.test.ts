@@ -2,9 +2,9 @@
 // and when another replica's pod proves its engines gone.
 import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -91,6 +91,47 @@ test("a lock whose holder has exited but is not reaped yet (a zombie) is stale; 
   assert.ok(!existsSync(exited), "a zombie holds no lock");
   assert.match((await breakStaleLocks(backendUrl, "appstack", "app.default.parent", log)).held ?? "", /its process still runs on this host/);
   assert.ok(existsSync(running));
+});
+
+/** Whether this process may run another as another user: root, with setpriv. */
+const canSwitchUser = process.getuid?.() === 0 && (() => {
+  try {
+    execFileSync("setpriv", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+test("a lock held by a live process of another user is kept: only ESRCH proves a process gone, not EPERM", { skip: !canSwitchUser && "needs root and setpriv to sweep as another user" }, () => {
+  // The sweep runs as nobody; the holder is this test process, root's: a person's `appstack pulumi`
+  // as seen from an operator running as another user. Probing it with signal 0 fails with EPERM.
+  const shared = mkdtempSync(join(tmpdir(), "appstack-locks-users-"));
+  after(() => rmSync(shared, { recursive: true, force: true }));
+  const folder = join(shared, ".pulumi", "locks", "organization", "appstack", "app.default.person");
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, "person-lock.json");
+  writeFileSync(file, JSON.stringify({ pid: process.pid, hostname: hostname(), username: "root", timestamp: new Date().toISOString() }));
+  writeFileSync(`${file}.attrs`, "{}");
+  // The sweeping user owns the state folder, as an operator sharing it does: only the verdict keeps the lock.
+  execFileSync("chown", ["-R", "65534:65534", shared]);
+  const module = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
+  const sweep = `import(${module("../../operator/pulumi/stack-locks.ts")}).then(async ({ breakStaleLocks }) => {
+    const { createLogger } = await import(${module("../../operator/manager/log.ts")});
+    try { process.kill(Number(process.env.HOLDER), 0); } catch (error) { console.error("probe:", error.code); }
+    console.log(JSON.stringify(await breakStaleLocks(process.env.BACKEND, "appstack", "app.default.person", createLogger({ level: "warn", write: console.error }))));
+  })`;
+  const child = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", "tsx", "-e", sweep], {
+    env: { ...process.env, HOME: shared, BACKEND: pathToFileURL(shared).href, HOLDER: String(process.pid) },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.match(child.stderr, /probe: EPERM/, "the sweep ran as a user that may not signal the holder");
+  assert.deepEqual(readdirSync(folder).sort(), ["person-lock.json", "person-lock.json.attrs"], `the live holder's lock was broken: ${child.stderr}`);
+  const result = JSON.parse(child.stdout) as { removed: boolean; held?: string };
+  assert.equal(result.removed, false);
+  assert.match(result.held ?? "", new RegExp(`pid ${process.pid} on ${hostname()} since .*: its process still runs on this host`));
 });
 
 test("a replica's pod proves its engines gone when it no longer exists, is a new pod, has ended, or its containers started again since the lock", () => {
