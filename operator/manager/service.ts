@@ -2,6 +2,7 @@
 // operator once this replica leads; graceful shutdown lets running operations finish, within a
 // deadline, before the lease is handed over.
 import type { Server } from "node:http";
+import { hostname } from "node:os";
 import type { OperatorConfig } from "./config.ts";
 import { timedOut, withinDeadline } from "./deadline.ts";
 import { startHealthServer } from "./health.ts";
@@ -10,6 +11,8 @@ import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
+import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";
+import { projectName } from "../pulumi/stacks.ts";
 
 export interface OperatorService {
   readonly server: Server;
@@ -17,6 +20,9 @@ export interface OperatorService {
 }
 
 export async function startService(config: OperatorConfig, log: Logger): Promise<OperatorService> {
+  // A lock naming this pod's name, found before this container runs any engine, is a predecessor's:
+  // its holder is gone. Only where the hostname is the pod's name (unique among live pods).
+  if (config.podName === hostname()) breakLocksOfEarlierContainers(config.backendUrl, projectName, log);
   let operator: RunningOperator | undefined;
   const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }));
   const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;

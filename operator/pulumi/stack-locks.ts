@@ -123,24 +123,32 @@ async function judge(lock: LockInfo, otherHost: HolderCheck | undefined): Promis
   return otherHost(lock.hostname, Number.isNaN(takenMs) ? undefined : takenMs);
 }
 
+/** A lock file's content; an unreadable one (a write the disk cut short) names no holder: as stale as a dead one's. */
+function readLock(path: string): LockInfo {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as LockInfo;
+  } catch {
+    return {};
+  }
+}
+
+/** Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock. */
+function removeLock(path: string): void {
+  rmSync(path, { force: true });
+  rmSync(`${path}.attrs`, { force: true });
+}
+
 /** Removes a folder's locks whose holder is provably gone; reports why a lock stays. */
 async function breakLocksIn(folder: string, log: Logger, otherHost: HolderCheck | undefined): Promise<LockSweep> {
   const files = readdirSync(folder);
-  // Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock.
   let removed = false;
   for (const file of files.filter((f) => !f.endsWith(".attrs"))) {
     const path = join(folder, file);
-    let lock: LockInfo = {};
-    try {
-      lock = JSON.parse(readFileSync(path, "utf8")) as LockInfo;
-    } catch {
-      // An unreadable lock (a write the disk cut short) names no holder: as stale as a dead one's.
-    }
+    const lock = readLock(path);
     const verdict = await judge(lock, otherHost);
     if (!verdict.gone) return { removed, held: `${describe(lock)}: ${verdict.why}` };
     log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp, why: verdict.why });
-    rmSync(path, { force: true });
-    rmSync(`${path}.attrs`, { force: true });
+    removeLock(path);
     removed = true;
   }
   // Attributes whose lock is gone (a removal cut short).
@@ -173,4 +181,28 @@ export async function breakAllStaleLocks(backendUrl: string, project: string, lo
     if (!otherHost) break;
   }
   return unlocked.size;
+}
+
+/**
+ * Removes every lock of `project` that names this host, at the start of a replica whose hostname
+ * is its pod's name and before it runs any engine (as leader or standby). Each such lock was there
+ * before this container started, so its holder ran in an earlier container of this pod (the
+ * kubelet starts a container again only once it has exited) or in an earlier pod of this name
+ * (gone from the API server before another pod may take its name): it is gone, whatever the clocks
+ * of the nodes involved say. This is what frees a newer pod's name from its predecessor's locks
+ * when no comparison of one clock can (peer-pods.ts). Returns how many locks it removed.
+ */
+export function breakLocksOfEarlierContainers(backendUrl: string, project: string, log: Logger): number {
+  let removed = 0;
+  for (const folder of projectLockFolders(backendUrl, project)) {
+    for (const file of readdirSync(folder).filter((f) => !f.endsWith(".attrs"))) {
+      const path = join(folder, file);
+      const lock = readLock(path);
+      if (lock.hostname !== hostname()) continue;
+      log.warn("breaking a stack lock of an earlier container of this pod's name", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
+      removeLock(path);
+      removed++;
+    }
+  }
+  return removed;
 }

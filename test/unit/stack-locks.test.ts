@@ -11,7 +11,7 @@ import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { createLogger } from "../../operator/manager/log.ts";
 import { podVerdict } from "../../operator/kube/peer-pods.ts";
-import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "../../operator/pulumi/stack-locks.ts";
+import { breakAllStaleLocks, breakLocksOfEarlierContainers, breakStaleLocks, type HolderCheck } from "../../operator/pulumi/stack-locks.ts";
 import { eventually } from "../helpers/cluster.ts";
 
 const backend = mkdtempSync(join(tmpdir(), "appstack-locks-"));
@@ -23,8 +23,8 @@ const log = createLogger({ level: "warn", write: (line) => warnings.push(line) }
 /** A pid no process has: beyond the kernel's default pid_max. */
 const deadPid = 4_194_304 + 1;
 
-function lock(project: string, stack: string, holder: { pid: number; hostname: string }, taken = new Date()): string {
-  const folder = join(backend, ".pulumi", "locks", "organization", project, stack);
+function lock(project: string, stack: string, holder: { pid: number; hostname: string }, taken = new Date(), root = backend): string {
+  const folder = join(root, ".pulumi", "locks", "organization", project, stack);
   mkdirSync(folder, { recursive: true });
   const file = join(folder, `${stack}-lock.json`);
   writeFileSync(file, JSON.stringify({ ...holder, username: "test", timestamp: taken.toISOString() }));
@@ -134,24 +134,59 @@ test("a lock held by a live process of another user is kept: only ESRCH proves a
   assert.match(result.held ?? "", new RegExp(`pid ${process.pid} on ${hostname()} since .*: its process still runs on this host`));
 });
 
-test("a replica's pod proves its engines gone when it no longer exists, is a new pod, has ended, or its containers started again since the lock", () => {
+const operatorContainer = (state: V1ContainerStatus["state"], restartCount = 0): V1ContainerStatus => ({ name: "operator", image: "x", imageID: "", ready: true, restartCount, ...(state ? { state } : {}) });
+
+test("a replica's pod proves its engines gone when it no longer exists, has never run, has ended, or its containers started again since the lock", () => {
   const taken = Date.parse("2026-11-23T10:00:00Z");
-  const pod = (created: string, phase: string, containers: V1ContainerStatus[]): V1Pod => ({ metadata: { name: "appstack-a", creationTimestamp: new Date(created) }, status: { phase, containerStatuses: containers } });
-  const running = (since: string): V1ContainerStatus => ({ name: "operator", image: "x", imageID: "", ready: true, restartCount: 0, state: { running: { startedAt: new Date(since) } } });
+  const pod = (created: string, phase: string, containers: V1ContainerStatus[], nodeName = "node-1"): V1Pod => ({ metadata: { name: "appstack-a", creationTimestamp: new Date(created) }, spec: { containers: [], ...(nodeName ? { nodeName } : {}) }, status: { phase, containerStatuses: containers } });
+  const running = (since: string): V1ContainerStatus => operatorContainer({ running: { startedAt: new Date(since) } });
   const before = "2026-11-23T09:00:00Z";
   const cases: Array<[string, V1Pod | undefined, number | undefined, boolean]> = [
     ["no pod", undefined, taken, true],
-    ["a pod of that name created after the lock", pod("2026-11-23T10:05:00Z", "Running", [running("2026-11-23T10:05:01Z")]), taken, true],
+    ["a newer pod of that name whose container started after the lock", pod("2026-11-23T10:05:00Z", "Running", [running("2026-11-23T10:05:01Z")]), taken, true],
+    ["a newer pod of that name not yet on a node", pod("2026-11-23T10:05:00Z", "Pending", [], ""), taken, true],
     ["an ended pod", pod(before, "Failed", []), taken, true],
     ["a container that started again after the lock", pod(before, "Running", [running("2026-11-23T10:00:01Z")]), taken, true],
-    ["a container waiting to start again", pod(before, "Running", [{ name: "operator", image: "x", imageID: "", ready: false, restartCount: 1, state: { waiting: { reason: "CrashLoopBackOff" } } }]), taken, true],
+    ["a container waiting to start again", pod(before, "Running", [operatorContainer({ waiting: { reason: "CrashLoopBackOff" } }, 1)]), taken, true],
     ["a container running since before the lock (frozen or cut off)", pod(before, "Running", [running(before)]), taken, false],
     ["a container running since the lock's second", pod(before, "Running", [running("2026-11-23T10:00:00Z")]), taken, false],
     ["a pod on a lost node (phase Unknown, statuses as last seen)", pod(before, "Unknown", [running(before)]), taken, false],
     ["a pod being deleted that still runs", { ...pod(before, "Running", [running(before)]), metadata: { name: "appstack-a", creationTimestamp: new Date(before), deletionTimestamp: new Date() } }, taken, false],
-    ["a pod with no container statuses", pod(before, "Running", []), taken, false],
+    ["a pod on a node with no container statuses yet", pod(before, "Pending", []), taken, false],
     ["a lock with no time, container running", pod(before, "Running", [running(before)]), undefined, false],
   ];
   for (const [what, subject, takenAt, gone] of cases) assert.equal(podVerdict("default/appstack-a", subject, takenAt).gone, gone, what);
   assert.match(podVerdict("default/appstack-a", pod(before, "Running", [running(before)]), taken).why, /pod default\/appstack-a still runs \(since 2026-11-23T09:00:00.000Z\), so its engine may still write the stack/);
+});
+
+test("a live leader on a node whose clock is behind the API server's keeps its first lock: only facts of one clock are compared", () => {
+  // Real time 10:00:00: the API server creates the pod. The node's clock is a minute behind.
+  const nodeBehindMs = 60_000;
+  const real = (time: string) => Date.parse(`2026-11-23T${time}Z`);
+  const byNode = (time: string) => new Date(real(time) - nodeBehindMs);
+  const live: V1Pod = {
+    metadata: { name: "appstack-a", uid: "5f0c", creationTimestamp: new Date(real("10:00:00")) },
+    spec: { nodeName: "node-1", containers: [] },
+    // The kubelet reports the container's start by the node's clock, as the engine stamps its lock.
+    status: { phase: "Running", containerStatuses: [operatorContainer({ running: { startedAt: byNode("10:00:02") } })] },
+  };
+  // The leader's engine takes its first lock at 10:00:10, 09:59:10 by the node's clock: before the pod's creationTimestamp.
+  const verdict = podVerdict("default/appstack-a", live, byNode("10:00:10").getTime());
+  assert.equal(verdict.gone, false, `a live leader's lock was judged gone: ${verdict.why}`);
+  assert.match(verdict.why, /still runs/);
+});
+
+test("a replica starting in a pod of a name breaks every lock of that name: each predates its container, whatever the clocks say", () => {
+  const shared = mkdtempSync(join(tmpdir(), "appstack-locks-restart-"));
+  after(() => rmSync(shared, { recursive: true, force: true }));
+  // Taken by the previous pod of this name on a node whose clock was an hour ahead, by a pid this
+  // machine runs now (this test's), and by another replica, which stays.
+  const predecessor = lock("appstack", "app.default.before", { pid: process.pid, hostname: hostname() }, new Date(Date.now() + 3_600_000), shared);
+  const peer = lock("appstack", "app.default.peer", { pid: process.pid, hostname: "appstack-b" }, new Date(), shared);
+  const otherProject = lock("someone-else", "app.default.before", { pid: process.pid, hostname: hostname() }, new Date(), shared);
+  const before = warnings.length;
+  assert.equal(breakLocksOfEarlierContainers(pathToFileURL(shared).href, "appstack", log), 1);
+  assert.ok(!existsSync(predecessor) && !existsSync(`${predecessor}.attrs`), "the predecessor's lock was kept");
+  assert.ok(existsSync(peer) && existsSync(otherProject));
+  assert.match(warnings.slice(before).join("\n"), /breaking a stack lock of an earlier container of this pod's name.*app\.default\.before/);
 });
