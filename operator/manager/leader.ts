@@ -36,7 +36,10 @@ export function leaseApi(config: KubeConfig, settings: Pick<LeaseSettings, "rene
 }
 
 export class LeaderElector {
+  /** Renewing has ended (released or stopped): no more writes to the lease. */
   private stopped = false;
+  /** This replica still wants the lease; a leader that stops no longer does, but keeps renewing the lease it holds until it releases it. */
+  private contending = true;
   /** The renewal under way, which a release must wait for: it could write the lease back. */
   private renewing: Promise<number | undefined> | undefined;
   /** When (by this replica's clock) the write that won the lease was sent. */
@@ -70,7 +73,7 @@ export class LeaderElector {
   /** Resolves once this process holds the lease (or rejects when stopped first). Errors never end the contest. */
   async acquire(): Promise<void> {
     for (;;) {
-      if (this.stopped) throw new Error("leader election stopped before the lease was acquired");
+      if (this.stopped || !this.contending) throw new Error("leader election stopped before the lease was acquired");
       const sentAt = await this.attempt();
       if (sentAt !== undefined) {
         this.acquiredAt = sentAt;
@@ -94,6 +97,8 @@ export class LeaderElector {
       const left = Math.max(1, this.settings.renewDeadlineMs - (this.now() - lastRenew));
       this.renewing = withinDeadline(this.attempt(), left).then((sentAt) => (typeof sentAt === "number" ? sentAt : undefined), () => undefined);
       const renewedAt = await this.renewing;
+      // Released meanwhile: nothing of this replica runs any more.
+      if (this.stopped) return;
       if (renewedAt !== undefined) {
         lastRenew = renewedAt;
         continue;
@@ -130,8 +135,24 @@ export class LeaderElector {
     this.state = "following";
   }
 
+  /**
+   * Ends the contest: acquire() gives up and no write takes the lease any more, but a lease held is
+   * still renewed (and its loss still reported) until release(). A leader that shuts down keeps its
+   * lease until every operation of it is over, so that no standby leads while one still writes.
+   */
+  stopContending(): void {
+    this.contending = false;
+  }
+
+  /** Ends the contest and the renewal, without handing the lease over. */
   stop(): void {
+    this.contending = false;
     this.stopped = true;
+  }
+
+  /** Whether this replica may write the lease now: to renew what it holds, or to take it while it contends. */
+  private mayWrite(): boolean {
+    return !this.stopped && (this.contending || this.state === "leading");
   }
 
   /**
@@ -166,7 +187,7 @@ export class LeaderElector {
   /** The first candidate creates the lease; a conflict means another was first. When the winning create was sent, or undefined. */
   private async createLease(): Promise<number | undefined> {
     const { name, namespace } = this.settings;
-    if (this.stopped) return undefined;
+    if (!this.mayWrite()) return undefined;
     try {
       const sentAt = this.now();
       await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec() } });
@@ -198,8 +219,9 @@ export class LeaderElector {
     }
     this.holder = lease.spec?.holderIdentity ?? undefined;
     if (this.holder && this.holder !== this.settings.identity && !this.expired(lease)) return undefined;
-    // Stopped while reading: a write now would take back a lease that was just released.
-    if (this.stopped) return undefined;
+    // Stopped while reading: a write now would take back a lease that was just released, or take
+    // one that this stopping replica no longer wants.
+    if (!this.mayWrite()) return undefined;
     try {
       const sentAt = this.now();
       // resourceVersion in the body makes this a compare-and-swap: one winner when two race.

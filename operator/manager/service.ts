@@ -64,7 +64,11 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
   return {
     server,
     async stop() {
-      elector?.stop();
+      // A standby stops contending; a leader goes on renewing its lease until every engine of it is
+      // gone and the last status is written, and hands it over only then: a lease left to expire
+      // meanwhile (15 s, against a grace of 60) would let a standby lead beside this replica's
+      // engines. Losing the lease meanwhile still kills them and exits (keepRenewing's onLost).
+      elector?.stopContending();
       await leading.catch(() => undefined);
       if (operator && (await withinDeadline(operator.stop(), config.shutdownGraceMs)) === timedOut) {
         // The lease goes only after every engine of this replica is gone: two engines must never write one stack.

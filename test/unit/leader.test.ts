@@ -163,3 +163,40 @@ test("a standby's clock is monotonic: the wall clock stepped forward by an hour 
   assert.equal(outcome, "still following", "a step of the wall clock expired the live holder's lease");
   assert.equal(leases.lease?.spec?.holderIdentity, "a");
 });
+
+test("a leader that stops contending goes on renewing its lease until it releases it, and still reports the lease lost", async () => {
+  const leases = new FakeLeases();
+  const leader = new LeaderElector(leases, settings("a"), log);
+  await leader.acquire();
+  let renewals = 0;
+  let renewedTwice!: () => void;
+  const twice = new Promise<void>((resolve) => (renewedTwice = resolve));
+  leases.fault = (call) => (call === "replace" && ++renewals === 2 && renewedTwice(), Promise.resolve());
+  let lost = false;
+  void leader.keepRenewing(() => (lost = true));
+  // What a shutdown does first: operations still run, so the lease must not lapse.
+  leader.stopContending();
+  await twice;
+  assert.equal(leases.lease?.spec?.holderIdentity, "a");
+  await leader.release();
+  assert.equal(leases.lease?.spec?.holderIdentity, undefined, "the lease was not handed over");
+  assert.equal(lost, false);
+
+  // Renewing fails while stopping: the loss is reported, so that the replica kills its operations.
+  const second = new LeaderElector(leases, settings("b"), log);
+  await second.acquire();
+  const reported = new Promise<void>((resolve) => void second.keepRenewing(resolve));
+  second.stopContending();
+  leases.fault = () => Promise.reject(apiError(500));
+  await reported;
+  second.stop();
+
+  // A standby that stops contending gives up at once and never writes the lease.
+  leases.fault = () => Promise.resolve();
+  leases.renewAs("c", new Date());
+  const standby = new LeaderElector(leases, settings("d"), log);
+  const acquiring = standby.acquire();
+  standby.stopContending();
+  await assert.rejects(acquiring, /stopped before the lease was acquired/);
+  assert.equal(leases.lease?.spec?.holderIdentity, "c");
+});
