@@ -3,7 +3,9 @@
 // standby takes over; a graceful stop hands the lease over at once, and only once its last
 // operation is over.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { defaultLeaseTiming } from "../../operator/manager/leader.ts";
@@ -11,7 +13,7 @@ import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { disposeOperator, httpGet as get, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, httpGet as get, lockFiles, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const replicas: OperatorProcess[] = [];
 const cluster = useCluster(undefined, async () => {
@@ -120,4 +122,19 @@ test("a leader stopped mid-operation renews its lease until the operation is ove
   assert.ok(became[0]!.time >= released[0]!.time, `the standby led at ${became[0]!.time}, before the old leader released the lease at ${released[0]!.time}`);
   await workloads.ready("App", "default", "graceful");
   assert.equal((await cluster().apps.readNamespacedDeployment({ name: "graceful", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+});
+
+test("a replica starting in a pod breaks the stack locks naming that pod, an earlier container's, before anything else", async () => {
+  // What a container restarted by the kubelet finds: a lock of its own name that its killed
+  // predecessor left, stamped (by whatever clock) after this process started, by a pid that runs.
+  const stateDir = mkdtempSync(join(tmpdir(), "appstack-operator-"));
+  const folder = join(stateDir, "backend", ".pulumi", "locks", "organization", "appstack", "app.default.restarted");
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(join(folder, "earlier.json"), JSON.stringify({ pid: process.pid, hostname: "appstack-restarted", username: "root", timestamp: new Date(Date.now() + 3_600_000).toISOString() }));
+  // A lease and a namespace of its own: it leads at once and has nothing to reconcile.
+  const restarted = await startOperatorProcess(cluster().cluster.kubeconfig, { stateDir, hostname: "appstack-restarted", env: { APPSTACK_LEASE_NAME: "appstack-restarted", APPSTACK_NAMESPACES: "restarted" } });
+  replicas.push(restarted);
+  await eventually("the earlier container's lock to be broken", async () => (lockFiles(stateDir).length === 0 ? true : undefined));
+  assert.equal(logged(restarted, "breaking a stack lock of an earlier container of this pod's name").length, 1);
+  await eventually("the restarted replica to be ready", async () => ((await get(restarted.healthPort, "/readyz")).status === 200 ? true : undefined));
 });
