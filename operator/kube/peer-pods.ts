@@ -2,9 +2,16 @@
 // stack lock taken on another host names the pod of the replica that took it. Its engines ran in
 // that pod's container: they are provably gone once the pod is gone (the kubelet confirmed its
 // containers dead, or an administrator force-deleted it, as for a StatefulSet on a lost node), has
-// ended, or its containers have started again since the lock was taken. A pod that still shows a
-// container running since before the lock may be frozen with its engine mid-update, or cut off
-// from the API server while still writing the stack: its lock stays.
+// ended, has never been on a node, or its containers have started again since the lock was taken.
+// A pod that still shows a container running since before the lock may be frozen with its engine
+// mid-update, or cut off from the API server while still writing the stack: its lock stays.
+//
+// Only facts of one clock are compared. The lock's time is by the holder's node clock, and so is a
+// container's startedAt (the kubelet's, on that node: a pod never moves), while the pod's
+// creationTimestamp is by the API server's: a node clock behind it would make a live leader's
+// first lock look older than its pod. A newer pod of the same name (a StatefulSet's) on another
+// node is told apart by none of these when that node's clock is behind: its lock stays, until that
+// pod, starting, breaks the locks of its name that it finds (stack-locks.ts).
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
 import type { HolderCheck, HolderVerdict } from "../pulumi/stack-locks.ts";
 import { briefError, isNotFound } from "./clients.ts";
@@ -19,8 +26,8 @@ function runningSince(pod: V1Pod, takenAtMs: number | undefined) {
 
 /** Why the replica that took a lock at `takenAtMs` (by its clock) in `pod` is provably gone; undefined when it is not. */
 function goneBecause(podName: string, pod: V1Pod, takenAtMs: number | undefined): string | undefined {
-  // A StatefulSet reuses names: a pod of the same name made after the lock is another pod.
-  if (takenAtMs !== undefined && time(pod.metadata?.creationTimestamp) > takenAtMs) return `pod ${podName} was created after the lock was taken (the holder's pod is gone)`;
+  // A StatefulSet reuses names: a pod of that name that no node has run is another pod than the holder's.
+  if (!pod.spec?.nodeName) return `pod ${podName} has never run on a node (a newer pod of that name: the holder's pod is gone)`;
   const phase = pod.status?.phase;
   if (phase === "Succeeded" || phase === "Failed") return `pod ${podName} has ended (${phase})`;
   const reported = (pod.status?.containerStatuses ?? []).length > 0;

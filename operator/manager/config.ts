@@ -25,6 +25,8 @@ export interface OperatorConfig {
   readonly healthPort: number;
   /** The Lease that elects one reconciling replica; undefined runs without election. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
+  /** The pod this replica runs in (POD_NAME, from the downward API); undefined outside one. */
+  readonly podName?: string;
   /** How long a SIGTERM waits for running Pulumi operations before the process exits anyway. */
   readonly shutdownGraceMs: number;
   /** How long one Pulumi operation may take before it is cancelled. */
@@ -152,6 +154,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
     ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
     leaderElection: leaderElection(setting, env),
+    ...(env["POD_NAME"] ? { podName: env["POD_NAME"] } : {}),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
     operationTimeoutMs: positiveInt(setting("operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,

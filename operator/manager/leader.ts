@@ -3,8 +3,12 @@
 // process stops reconciling) when renewing has failed for longer than the renew deadline.
 // A lease counts as expired only when this replica has seen its record unchanged for a whole
 // lease duration by its own clock, never by comparing the holder's renewTime with this clock
-// (client-go's rule: safe whatever the clocks of the two machines say).
+// (client-go's rule: safe whatever the clocks of the two machines say). That clock is monotonic:
+// a step of the wall clock (NTP, a person) would expire a live holder's lease, or end a leader's.
+// The renew deadline counts from when the last successful write was sent: the API server applied
+// it at that moment or later, so a standby's lease duration began no earlier.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { apiClient, briefError, isConflict, isNotFound } from "../kube/clients.ts";
 import { withinDeadline } from "./deadline.ts";
@@ -32,9 +36,14 @@ export function leaseApi(config: KubeConfig, settings: Pick<LeaseSettings, "rene
 }
 
 export class LeaderElector {
+  /** Renewing has ended (released or stopped): no more writes to the lease. */
   private stopped = false;
+  /** This replica still wants the lease; a leader that stops no longer does, but keeps renewing the lease it holds until it releases it. */
+  private contending = true;
   /** The renewal under way, which a release must wait for: it could write the lease back. */
-  private renewing: Promise<boolean> | undefined;
+  private renewing: Promise<number | undefined> | undefined;
+  /** When (by this replica's clock) the write that won the lease was sent. */
+  private acquiredAt: number | undefined;
   /** The lease record as last seen, and when (by this replica's clock) it last changed. */
   private observed: { record: string; at: number } | undefined;
   state: LeadershipState = "unknown";
@@ -52,7 +61,8 @@ export class LeaderElector {
     api: LeaseApi,
     settings: LeaseSettings,
     log: Logger,
-    now: () => number = Date.now,
+    /** A monotonic clock, in ms. */
+    now: () => number = () => performance.now(),
   ) {
     this.api = api;
     this.settings = settings;
@@ -63,8 +73,10 @@ export class LeaderElector {
   /** Resolves once this process holds the lease (or rejects when stopped first). Errors never end the contest. */
   async acquire(): Promise<void> {
     for (;;) {
-      if (this.stopped) throw new Error("leader election stopped before the lease was acquired");
-      if (await this.attempt()) {
+      if (this.stopped || !this.contending) throw new Error("leader election stopped before the lease was acquired");
+      const sentAt = await this.attempt();
+      if (sentAt !== undefined) {
+        this.acquiredAt = sentAt;
         this.state = "leading";
         this.log.info("became the leader", { lease: `${this.settings.namespace}/${this.settings.name}`, identity: this.settings.identity });
         return;
@@ -77,15 +89,18 @@ export class LeaderElector {
 
   /** Renews until stopped; calls `onLost` once renewing has failed past the renew deadline. */
   async keepRenewing(onLost: () => void): Promise<void> {
-    let lastRenew = this.now();
+    let lastRenew = this.acquiredAt ?? this.now();
     while (!this.stopped) {
       await sleep(this.settings.retryPeriodMs);
       if (this.stopped) return;
       // A call that hangs must not outlast the deadline it is meant to meet.
       const left = Math.max(1, this.settings.renewDeadlineMs - (this.now() - lastRenew));
-      this.renewing = withinDeadline(this.attempt(), left).then((renewed) => renewed === true, () => false);
-      if (await this.renewing) {
-        lastRenew = this.now();
+      this.renewing = withinDeadline(this.attempt(), left).then((sentAt) => (typeof sentAt === "number" ? sentAt : undefined), () => undefined);
+      const renewedAt = await this.renewing;
+      // Released meanwhile: nothing of this replica runs any more.
+      if (this.stopped) return;
+      if (renewedAt !== undefined) {
+        lastRenew = renewedAt;
         continue;
       }
       if (this.now() - lastRenew >= this.settings.renewDeadlineMs) {
@@ -120,21 +135,40 @@ export class LeaderElector {
     this.state = "following";
   }
 
+  /**
+   * Ends the contest: acquire() gives up and no write takes the lease any more, but a lease held is
+   * still renewed (and its loss still reported) until release(). A leader that shuts down keeps its
+   * lease until every operation of it is over, so that no standby leads while one still writes.
+   */
+  stopContending(): void {
+    this.contending = false;
+  }
+
+  /** Ends the contest and the renewal, without handing the lease over. */
   stop(): void {
+    this.contending = false;
     this.stopped = true;
   }
 
-  /** One try to acquire or renew; an API error is a failed try, logged once until the API answers again. */
-  private async attempt(): Promise<boolean> {
+  /** Whether this replica may write the lease now: to renew what it holds, or to take it while it contends. */
+  private mayWrite(): boolean {
+    return !this.stopped && (this.contending || this.state === "leading");
+  }
+
+  /**
+   * One try to acquire or renew: when the write that won or renewed the lease was sent, undefined
+   * when none did. An API error is a failed try, logged once until the API answers again.
+   */
+  private async attempt(): Promise<number | undefined> {
     try {
-      const won = await this.tryAcquireOrRenew();
+      const sentAt = await this.tryAcquireOrRenew();
       if (this.lastError) this.log.info("the lease API answers again");
       this.lastError = undefined;
-      return won;
+      return sentAt;
     } catch (error) {
       if (!this.lastError) this.log.warn("lease call failed; retrying", { error: briefError(error), retryInMs: this.settings.retryPeriodMs });
       this.lastError = briefError(error);
-      return false;
+      return undefined;
     }
   }
 
@@ -150,16 +184,17 @@ export class LeaderElector {
     };
   }
 
-  /** The first candidate creates the lease; a conflict means another was first. */
-  private async createLease(): Promise<boolean> {
+  /** The first candidate creates the lease; a conflict means another was first. When the winning create was sent, or undefined. */
+  private async createLease(): Promise<number | undefined> {
     const { name, namespace } = this.settings;
-    if (this.stopped) return false;
+    if (!this.mayWrite()) return undefined;
     try {
+      const sentAt = this.now();
       await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec() } });
       this.holder = this.settings.identity;
-      return true;
+      return sentAt;
     } catch (error) {
-      if (isConflict(error)) return false;
+      if (isConflict(error)) return undefined;
       throw error;
     }
   }
@@ -172,7 +207,8 @@ export class LeaderElector {
     return this.now() - this.observed.at > (spec.leaseDurationSeconds ?? 0) * 1000;
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /** When the write that won or renewed the lease was sent; undefined when this replica does not hold it. */
+  private async tryAcquireOrRenew(): Promise<number | undefined> {
     const { name, namespace } = this.settings;
     let lease: V1Lease;
     try {
@@ -182,16 +218,18 @@ export class LeaderElector {
       return this.createLease();
     }
     this.holder = lease.spec?.holderIdentity ?? undefined;
-    if (this.holder && this.holder !== this.settings.identity && !this.expired(lease)) return false;
-    // Stopped while reading: a write now would take back a lease that was just released.
-    if (this.stopped) return false;
+    if (this.holder && this.holder !== this.settings.identity && !this.expired(lease)) return undefined;
+    // Stopped while reading: a write now would take back a lease that was just released, or take
+    // one that this stopping replica no longer wants.
+    if (!this.mayWrite()) return undefined;
     try {
+      const sentAt = this.now();
       // resourceVersion in the body makes this a compare-and-swap: one winner when two race.
       await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: this.spec(lease) } });
       this.holder = this.settings.identity;
-      return true;
+      return sentAt;
     } catch (error) {
-      if (isConflict(error)) return false;
+      if (isConflict(error)) return undefined;
       throw error;
     }
   }

@@ -2,6 +2,7 @@
 // operator once this replica leads; graceful shutdown lets running operations finish, within a
 // deadline, before the lease is handed over.
 import type { Server } from "node:http";
+import { hostname } from "node:os";
 import type { OperatorConfig } from "./config.ts";
 import { timedOut, withinDeadline } from "./deadline.ts";
 import { startHealthServer } from "./health.ts";
@@ -10,6 +11,9 @@ import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
+import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";
+import { StateIo } from "../pulumi/state-io.ts";
+import { projectName } from "../pulumi/stacks.ts";
 
 export interface OperatorService {
   readonly server: Server;
@@ -17,6 +21,9 @@ export interface OperatorService {
 }
 
 export async function startService(config: OperatorConfig, log: Logger): Promise<OperatorService> {
+  // A lock naming this pod's name, found before this container runs any engine, is a predecessor's:
+  // its holder is gone. Only where the hostname is the pod's name (unique among live pods).
+  if (config.podName === hostname()) await breakLocksOfEarlierContainers(config.backendUrl, projectName, log, new StateIo(config.operationTimeoutMs));
   let operator: RunningOperator | undefined;
   const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }));
   const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;
@@ -58,7 +65,11 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
   return {
     server,
     async stop() {
-      elector?.stop();
+      // A standby stops contending; a leader goes on renewing its lease until every engine of it is
+      // gone and the last status is written, and hands it over only then: a lease left to expire
+      // meanwhile (15 s, against a grace of 60) would let a standby lead beside this replica's
+      // engines. Losing the lease meanwhile still kills them and exits (keepRenewing's onLost).
+      elector?.stopContending();
       await leading.catch(() => undefined);
       if (operator && (await withinDeadline(operator.stop(), config.shutdownGraceMs)) === timedOut) {
         // The lease goes only after every engine of this replica is gone: two engines must never write one stack.

@@ -50,8 +50,10 @@ function processStat(pid: number): string[] | undefined {
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-  } catch {
-    return false;
+  } catch (error) {
+    // Only ESRCH says no such process. EPERM says it runs as another user: a person's `appstack
+    // pulumi` or `appstack stacks`, whose lock is as live as an engine's of this operator.
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
   }
   return processStat(pid)?.[0] !== "Z";
 }
@@ -122,26 +124,36 @@ async function judge(lock: LockInfo, otherHost: HolderCheck | undefined): Promis
   return otherHost(lock.hostname, Number.isNaN(takenMs) ? undefined : takenMs);
 }
 
+/**
+ * A lock file's content; an unreadable one (a write the disk cut short) names no holder: as stale
+ * as a dead one's. A state folder that does not answer says nothing about it.
+ */
+async function readLock(path: string, io: StateIo): Promise<LockInfo> {
+  try {
+    return JSON.parse(await io.readText(path)) as LockInfo;
+  } catch (error) {
+    if (error instanceof StateFolderUnanswered) throw error;
+    return {};
+  }
+}
+
+/** Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock. */
+async function removeLock(path: string, io: StateIo): Promise<void> {
+  await io.remove(path);
+  await io.remove(`${path}.attrs`);
+}
+
 /** Removes a folder's locks whose holder is provably gone; reports why a lock stays. */
 async function breakLocksIn(folder: string, log: Logger, io: StateIo, otherHost: HolderCheck | undefined): Promise<LockSweep> {
   const files = await io.list(folder);
-  // Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock.
   let removed = false;
   for (const file of files.filter((f) => !f.endsWith(".attrs"))) {
     const path = join(folder, file);
-    let lock: LockInfo = {};
-    try {
-      lock = JSON.parse(await io.readText(path)) as LockInfo;
-    } catch (error) {
-      // An unreadable lock (a write the disk cut short) names no holder: as stale as a dead one's.
-      // A state folder that does not answer says nothing about it.
-      if (error instanceof StateFolderUnanswered) throw error;
-    }
+    const lock = await readLock(path, io);
     const verdict = await judge(lock, otherHost);
     if (!verdict.gone) return { removed, held: `${describe(lock)}: ${verdict.why}` };
     log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp, why: verdict.why });
-    await io.remove(path);
-    await io.remove(`${path}.attrs`);
+    await removeLock(path, io);
     removed = true;
   }
   // Attributes whose lock is gone (a removal cut short).
@@ -174,4 +186,28 @@ export async function breakAllStaleLocks(backendUrl: string, project: string, lo
     if (!otherHost) break;
   }
   return unlocked.size;
+}
+
+/**
+ * Removes every lock of `project` that names this host, at the start of a replica whose hostname
+ * is its pod's name and before it runs any engine (as leader or standby). Each such lock was there
+ * before this container started, so its holder ran in an earlier container of this pod (the
+ * kubelet starts a container again only once it has exited) or in an earlier pod of this name
+ * (gone from the API server before another pod may take its name): it is gone, whatever the clocks
+ * of the nodes involved say. This is what frees a newer pod's name from its predecessor's locks
+ * when no comparison of one clock can (peer-pods.ts). Returns how many locks it removed.
+ */
+export async function breakLocksOfEarlierContainers(backendUrl: string, project: string, log: Logger, io: StateIo): Promise<number> {
+  let removed = 0;
+  for (const folder of await projectLockFolders(backendUrl, project, io)) {
+    for (const file of (await io.list(folder)).filter((f) => !f.endsWith(".attrs"))) {
+      const path = join(folder, file);
+      const lock = await readLock(path, io);
+      if (lock.hostname !== hostname()) continue;
+      log.warn("breaking a stack lock of an earlier container of this pod's name", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
+      await removeLock(path, io);
+      removed++;
+    }
+  }
+  return removed;
 }

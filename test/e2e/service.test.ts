@@ -1,13 +1,19 @@
 // The operator as an automation service: health and metrics endpoints, and leader election
 // between two replicas sharing one backend. Only the leader reconciles; when it dies, the
-// standby takes over; a graceful stop hands the lease over at once.
+// standby takes over; a graceful stop hands the lease over at once, and only once its last
+// operation is over.
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
+import { defaultLeaseTiming } from "../../operator/manager/leader.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
-import { disposeOperator, httpGet as get, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { disposeOperator, httpGet as get, lockFiles, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const replicas: OperatorProcess[] = [];
 const cluster = useCluster(undefined, async () => {
@@ -60,4 +66,75 @@ test("one of two replicas leads and reconciles; the other takes over when it die
   await byPort.get(standbyPort)!.stop("SIGTERM");
   const released = await leases.readNamespacedLease({ name: "appstack-operator", namespace: "default" });
   assert.equal(released.spec?.holderIdentity, undefined);
+});
+
+/** The lines of an operator's JSON log whose message is `msg`. */
+function logged(replica: OperatorProcess, msg: string): Array<{ time: string; msg: string; [field: string]: unknown }> {
+  return readFileSync(replica.logFile, "utf8").split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { time: string; msg: string }).filter((line) => line.msg === msg);
+}
+
+test("a leader stopped mid-operation renews its lease until the operation is over, and only then hands it over", async () => {
+  const kubeconfig = cluster().cluster.kubeconfig;
+  const leases = loadKubeConfig(kubeconfig).makeApiClient(CoordinationV1Api);
+  const readLease = () => leases.readNamespacedLease({ name: "appstack-operator", namespace: "default" });
+  const workloads = new Workloads(kubeconfig);
+  const leads = async (replica: OperatorProcess) => metric((await get(replica.healthPort, "/metrics")).body, "appstack_leader") === 1;
+  // The default grace (60 s), longer than the lease (15 s). On the first test's state, which has its objects' stacks.
+  const leader = await startOperatorProcess(kubeconfig, replicas[0] ? { stateDir: replicas[0].stateDir } : {});
+  replicas.push(leader);
+  await eventually("the first replica to lead", async () => ((await leads(leader)) ? true : undefined), 60_000);
+  const standby = await startOperatorProcess(kubeconfig, { stateDir: leader.stateDir });
+  replicas.push(standby);
+  await eventually("the standby to be ready", async () => ((await get(standby.healthPort, "/readyz")).status === 200 ? true : undefined));
+  const holder = (await readLease()).spec?.holderIdentity;
+  assert.ok(holder);
+
+  // An update in flight, its Deployment's create held in admission, when the leader is told to stop.
+  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", "default", "graceful");
+  await workloads.create({ kind: "App", metadata: { name: "graceful", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await hold.held;
+  const exited = new Promise<number | null>((resolve) => leader.child.once("exit", (code) => resolve(code)));
+  const stoppedAt = Date.now();
+  leader.child.kill("SIGTERM");
+  // Past a whole lease duration (and a standby's retry) since the signal, the stopping leader still
+  // renews: a lease left to lapse would have gone to the standby by then.
+  const { leaseDurationSeconds, retryPeriodMs } = defaultLeaseTiming;
+  const outcome = await eventually("the stopping leader to renew its lease a lease duration past the signal, or the standby to lead", async () => {
+    const lease = await readLease();
+    if (lease.spec?.holderIdentity !== holder) return `the lease went to ${lease.spec?.holderIdentity ?? "nobody"} with the old leader's operation in flight`;
+    if (await leads(standby)) return "the standby leads with the old leader's operation in flight";
+    const renewedAt = new Date(lease.spec?.renewTime ?? 0).getTime();
+    return renewedAt - stoppedAt > leaseDurationSeconds * 1000 + retryPeriodMs ? "renewing" : undefined;
+  }, 60_000);
+  assert.equal(outcome, "renewing");
+  assert.equal(hold.requests, 1, "a second engine wrote the held Deployment");
+
+  // The operation finishes; its status is written; then, only then, the lease is handed over.
+  await hold.release();
+  assert.equal(await exited, 0);
+  const released = logged(leader, "released the lease");
+  assert.equal(released.length, 1, "the stopping leader did not release the lease");
+  const succeeded = logged(leader, "pulumi up succeeded").filter((line) => String(line["object"]).endsWith("/graceful"));
+  assert.ok(succeeded.length === 1 && succeeded[0]!.time <= released[0]!.time, "the operation ended after the lease was released");
+  await eventually("the standby to lead", async () => ((await leads(standby)) ? true : undefined), 60_000);
+  const became = logged(standby, "became the leader");
+  assert.equal(became.length, 1);
+  assert.ok(became[0]!.time >= released[0]!.time, `the standby led at ${became[0]!.time}, before the old leader released the lease at ${released[0]!.time}`);
+  await workloads.ready("App", "default", "graceful");
+  assert.equal((await cluster().apps.readNamespacedDeployment({ name: "graceful", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.27");
+});
+
+test("a replica starting in a pod breaks the stack locks naming that pod, an earlier container's, before anything else", async () => {
+  // What a container restarted by the kubelet finds: a lock of its own name that its killed
+  // predecessor left, stamped (by whatever clock) after this process started, by a pid that runs.
+  const stateDir = mkdtempSync(join(tmpdir(), "appstack-operator-"));
+  const folder = join(stateDir, "backend", ".pulumi", "locks", "organization", "appstack", "app.default.restarted");
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(join(folder, "earlier.json"), JSON.stringify({ pid: process.pid, hostname: "appstack-restarted", username: "root", timestamp: new Date(Date.now() + 3_600_000).toISOString() }));
+  // A lease and a namespace of its own: it leads at once and has nothing to reconcile.
+  const restarted = await startOperatorProcess(cluster().cluster.kubeconfig, { stateDir, hostname: "appstack-restarted", env: { APPSTACK_LEASE_NAME: "appstack-restarted", APPSTACK_NAMESPACES: "restarted" } });
+  replicas.push(restarted);
+  await eventually("the earlier container's lock to be broken", async () => (lockFiles(stateDir).length === 0 ? true : undefined));
+  assert.equal(logged(restarted, "breaking a stack lock of an earlier container of this pod's name").length, 1);
+  await eventually("the restarted replica to be ready", async () => ((await get(restarted.healthPort, "/readyz")).status === 200 ? true : undefined));
 });

@@ -1,5 +1,6 @@
 // Leader election under injected faults, against an in-memory Lease with the API server's
-// compare-and-swap: API errors, a holder whose clock is far behind, and a lease call that hangs.
+// compare-and-swap: API errors, a holder whose clock is far behind, a lease call that hangs, a
+// renewal answered late, and the wall clock stepped while a standby watches.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V1MicroTime, type V1Lease } from "@kubernetes/client-node";
@@ -103,4 +104,99 @@ test("a released lease is taken over at once", async () => {
   await second.acquire();
   assert.ok(Date.now() - started < 500);
   second.stop();
+});
+
+test("the renew deadline counts from when the renewal that succeeded was sent, not from its answer", async () => {
+  // A clock of the test's: it moves only when the test says.
+  let clock = 1_000;
+  const leases = new FakeLeases();
+  const elector = new LeaderElector(leases, settings("a"), log, () => clock);
+  await elector.acquire();
+  const sentAt = clock;
+  let phase: "slow answer" | "failing" = "slow answer";
+  let failedCalls = 0;
+  let tooMany!: () => void;
+  const kept = new Promise<string>((resolve) => (tooMany = () => resolve("still leading")));
+  leases.fault = (call) => {
+    if (phase === "slow answer") {
+      // The renewal's write reaches the API server at `sentAt`; its answer comes 500 ms later.
+      if (call === "replace") {
+        clock += 500;
+        phase = "failing";
+      }
+      return Promise.resolve();
+    }
+    // Then every call fails, and the clock stands at the renew deadline counted from the send:
+    // the standby's lease duration may have begun at `sentAt`, so this leader must give up now.
+    clock = sentAt + timing.renewDeadlineMs;
+    if (++failedCalls === 3) tooMany();
+    return Promise.reject(apiError(500));
+  };
+  const lost = new Promise<string>((resolve) => void elector.keepRenewing(() => resolve("lost")));
+  const outcome = await Promise.race([lost, kept]);
+  elector.stop();
+  assert.equal(outcome, "lost", "counted the renew deadline from the renewal's answer");
+  assert.equal(failedCalls, 1, "gave up at the first failure past the deadline");
+});
+
+test("a standby's clock is monotonic: the wall clock stepped forward by an hour does not expire a live holder's lease", async (t) => {
+  const leases = new FakeLeases();
+  leases.renewAs("a", new Date());
+  // The wall clock as this process sees it, which the test steps as NTP would.
+  const wall = Date.now.bind(Date);
+  let step = 0;
+  t.mock.method(Date, "now", () => wall() + step);
+  let reads = 0;
+  let thirdRead!: () => void;
+  const readAgain = new Promise<string>((resolve) => (thirdRead = () => resolve("still following")));
+  leases.fault = (call) => {
+    if (call !== "read") return Promise.resolve();
+    // Between the standby's first and second look at the unchanged record, the wall clock steps.
+    if (++reads === 2) step = 3_600_000;
+    // A third look means the second attempt ended without the lease.
+    if (reads === 3) thirdRead();
+    return Promise.resolve();
+  };
+  const standby = new LeaderElector(leases, settings("b"), log);
+  const outcome = await Promise.race([standby.acquire().then(() => "took over", () => "stopped"), readAgain]);
+  standby.stop();
+  assert.equal(outcome, "still following", "a step of the wall clock expired the live holder's lease");
+  assert.equal(leases.lease?.spec?.holderIdentity, "a");
+});
+
+test("a leader that stops contending goes on renewing its lease until it releases it, and still reports the lease lost", async () => {
+  const leases = new FakeLeases();
+  const leader = new LeaderElector(leases, settings("a"), log);
+  await leader.acquire();
+  let renewals = 0;
+  let renewedTwice!: () => void;
+  const twice = new Promise<void>((resolve) => (renewedTwice = resolve));
+  leases.fault = (call) => (call === "replace" && ++renewals === 2 && renewedTwice(), Promise.resolve());
+  let lost = false;
+  void leader.keepRenewing(() => (lost = true));
+  // What a shutdown does first: operations still run, so the lease must not lapse.
+  leader.stopContending();
+  await twice;
+  assert.equal(leases.lease?.spec?.holderIdentity, "a");
+  await leader.release();
+  assert.equal(leases.lease?.spec?.holderIdentity, undefined, "the lease was not handed over");
+  assert.equal(lost, false);
+
+  // Renewing fails while stopping: the loss is reported, so that the replica kills its operations.
+  const second = new LeaderElector(leases, settings("b"), log);
+  await second.acquire();
+  const reported = new Promise<void>((resolve) => void second.keepRenewing(resolve));
+  second.stopContending();
+  leases.fault = () => Promise.reject(apiError(500));
+  await reported;
+  second.stop();
+
+  // A standby that stops contending gives up at once and never writes the lease.
+  leases.fault = () => Promise.resolve();
+  leases.renewAs("c", new Date());
+  const standby = new LeaderElector(leases, settings("d"), log);
+  const acquiring = standby.acquire();
+  standby.stopContending();
+  await assert.rejects(acquiring, /stopped before the lease was acquired/);
+  assert.equal(leases.lease?.spec?.holderIdentity, "c");
 });
