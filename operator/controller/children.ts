@@ -8,6 +8,7 @@ import { childManifests } from "../../components/kinds.ts";
 import type { ChildManifest } from "../../components/workload.ts";
 import { fieldManager } from "../../components/metadata.ts";
 import type { Workload } from "../../crds/types.ts";
+import { additions } from "./additions.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
 import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
@@ -18,7 +19,8 @@ export type ChildState =
   | { readonly child: ChildManifest; readonly state: "missing" }
   /** Exists, but was not created for this object: `controller` names who controls it, if anyone. */
   | { readonly child: ChildManifest; readonly state: "foreign"; readonly controller?: string }
-  | { readonly child: ChildManifest; readonly state: "owned"; readonly live: KubernetesObject; readonly differences: readonly string[] };
+  /** `differences` includes `added`: what others added to its spec (additions.ts), which Pulumi cannot see. */
+  | { readonly child: ChildManifest; readonly state: "owned"; readonly live: KubernetesObject; readonly differences: readonly string[]; readonly added: readonly string[] };
 
 export interface Observed {
   readonly children: readonly ChildState[];
@@ -44,7 +46,8 @@ function controllerOf(child: KubernetesObject): string | undefined {
 export function judge(object: Workload, child: ChildManifest, live: KubernetesObject | undefined): ChildState {
   if (!live) return { child, state: "missing" };
   if (!isControlledBy(live, object)) return { child, state: "foreign", controller: controllerOf(live) };
-  return { child, state: "owned", live, differences: differences(child.manifest, live) };
+  const added = additions(child.manifest, live.metadata?.managedFields ?? [], fieldManager);
+  return { child, state: "owned", live, differences: [...differences(child.manifest, live), ...added], added };
 }
 
 export function summarize(children: readonly ChildState[]): Observed {
@@ -62,6 +65,9 @@ export function summarize(children: readonly ChildState[]): Observed {
 }
 
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+const serverSideApply = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
+/** Reads and handovers of one child, when the API server keeps saying it changed in between. */
+const handOverAttempts = 3;
 
 export class Children {
   private readonly clients: KubeClients;
@@ -94,30 +100,66 @@ export class Children {
   }
 
   /**
-   * Hands the imperative edits of every drifted child over to appstack's field manager (handover.ts),
-   * so that the repair's apply removes what they added. Returns how many children it changed.
+   * Hands what others set in the spec of every drifted child over to appstack's field manager
+   * (handover.ts), so that the repair's apply removes what they added. Returns how many children it changed.
    */
   async handOverEdits(object: Workload, observed: Observed): Promise<number> {
     let handed = 0;
     for (const state of observed.children) {
       if (state.state !== "owned" || !state.differences.length) continue;
+      if (await this.handOverChild(object, state)) handed++;
+    }
+    return handed;
+  }
+
+  /**
+   * One child's handover, tested against the resourceVersion read: the Deployment controller's
+   * status writes move it often, so a conflict is retried on a fresh read, as long as that read
+   * says the same about the child (else the next reconcile judges it anew: nothing is handed over,
+   * and then removed, that the drift report did not name).
+   */
+  private async handOverChild(object: Workload, judged: Extract<ChildState, { state: "owned" }>): Promise<boolean> {
+    const namespace = object.metadata.namespace;
+    let state = judged;
+    for (let attempt = 1; attempt <= handOverAttempts; attempt++) {
       const managedFields = handOver(state.live.metadata?.managedFields ?? [], fieldManager);
-      if (!managedFields) continue;
-      // Only the object read: a newer write in between is judged again by the next reconcile.
+      if (!managedFields) return false;
       const patch: JsonPatch = [
         { op: "test", path: "/metadata/resourceVersion", value: state.live.metadata?.resourceVersion },
         { op: "replace", path: "/metadata/managedFields", value: managedFields },
       ];
-      const target = { name: state.child.name, namespace: object.metadata.namespace, body: patch };
+      const target = { name: state.child.name, namespace, body: patch };
       try {
         if (state.child.kind === "Deployment") await this.clients.apps.patchNamespacedDeployment(target, jsonPatch);
         else await this.clients.core.patchNamespacedService(target, jsonPatch);
-        handed++;
+        return true;
       } catch (error) {
         if (!isConflict(error)) throw error;
       }
+      const fresh = judge(object, state.child, await this.read(namespace, state.child));
+      if (fresh.state !== "owned" || fresh.differences.join("\n") !== judged.differences.join("\n")) return false;
+      state = fresh;
     }
-    return handed;
+    return false;
+  }
+
+  /**
+   * Removes what others added to the children's spec, which Pulumi's diff cannot see: after the
+   * handover appstack's field manager owns those fields, and a server-side apply of exactly the
+   * manifest the component applies (as `pulumi up` would send it: the same manager, forced)
+   * removes them. Only where the repair runs, never before an approval. Returns how many children it applied.
+   */
+  async removeAdditions(object: Workload, observed: Observed): Promise<number> {
+    let applied = 0;
+    for (const state of observed.children) {
+      if (state.state !== "owned" || !state.added.length) continue;
+      const { kind, name, manifest } = state.child;
+      const target = { name, namespace: object.metadata.namespace, fieldManager, force: true };
+      if (kind === "Deployment") await this.clients.apps.patchNamespacedDeployment({ ...target, body: { apiVersion: "apps/v1", kind, ...manifest } }, serverSideApply);
+      else await this.clients.core.patchNamespacedService({ ...target, body: { apiVersion: "v1", kind, ...manifest } }, serverSideApply);
+      applied++;
+    }
+    return applied;
   }
 
   /**

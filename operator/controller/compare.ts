@@ -1,17 +1,18 @@
 // Whether a live object still says what appstack applied: every field of the manifest must hold
-// its value in the live object. Fields the manifest does not set (the API server's defaults,
-// another manager's additions) are not appstack's, exactly as server-side apply sees ownership,
-// so a repair can always undo what this reports and never fights another manager's own field.
+// its value in the live object, whoever wrote it. Fields the manifest does not set are judged by
+// who set them (additions.ts): the API server's defaults and the cluster's controllers' are not
+// drift, what a person or a tool added to the spec is.
 
 /** The key that identifies an item of a list, as the list-map keys of the Kubernetes API do. */
-function itemKey(item: unknown): string | undefined {
+export function itemKey(item: unknown): string | undefined {
   if (!item || typeof item !== "object") return undefined;
   const record = item as Record<string, unknown>;
   for (const key of ["uid", "name"]) if (typeof record[key] === "string") return record[key];
   return undefined;
 }
 
-function segment(key: string): string {
+/** A path segment: `.name`, or `[key]` where the key is no identifier. */
+export function segment(key: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `.${key}` : `[${key}]`;
 }
 
@@ -74,7 +75,7 @@ function isEmpty(value: unknown): boolean {
 function listDifferences(desired: unknown[], live: unknown, path: string): string[] {
   if (!Array.isArray(live)) return isEmpty(desired) && live === undefined ? [] : [`${path}: ${show(live)}, want ${show(desired)}`];
   if (desired.every((item) => itemKey(item) !== undefined)) {
-    // A list map: each item is found by its key, wherever it is; items others added are theirs.
+    // A list map: each item is found by its key, wherever it is; items others added are additions.ts's.
     return desired.flatMap((item) => {
       const key = itemKey(item)!;
       return differences(item, live.find((candidate) => itemKey(candidate) === key), `${path}[${key}]`);

@@ -68,6 +68,8 @@ export function decide(input: DecisionInput): Decision {
  * is never applied to a spec or a cluster it was not made for.
  */
 export function previewBasis(generation: number, drift: readonly string[]): string {
-  const live = createHash("sha256").update(JSON.stringify([...drift].sort())).digest("hex").slice(0, 16);
+  // An addition handed over before the preview is named anew (additions.ts): the same addition.
+  const same = drift.map((line) => line.replace(/: added\b.*$/, ": added"));
+  const live = createHash("sha256").update(JSON.stringify([...same].sort())).digest("hex").slice(0, 16);
   return `v=${programVersion};g=${generation};live=${live}`;
 }

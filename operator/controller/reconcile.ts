@@ -10,6 +10,7 @@ import { Children, type Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
 import { decide, decodeApplied, describeDrift, encodeApplied, previewBasis, programVersion, type Decision } from "./drift.ts";
 import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
+import { withRemovals } from "./removals.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { briefError, isNotFound, parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
@@ -182,7 +183,7 @@ export class Reconciler {
     const preview = approved ? object.status?.preview : undefined;
     const applying = approved ? `pulumi up of approved plan ${approved.planId}` : `pulumi up: ${decision.reason}`;
     await this.report(object, observed.deployment, { kind: "progressing", reason: decision.action === "repair" ? "RepairingDrift" : "Applying", message: applying }, previous, preview);
-    await this.handOver(object, decision, observed, log);
+    const removed = await this.handOver(object, decision, observed, log, true);
     log.info("pulumi up", { reason: decision.reason, refresh: refreshes(decision), plan: approved?.planId });
     const started = Date.now();
     let operation: StackOperation;
@@ -199,7 +200,7 @@ export class Reconciler {
       throw await this.operationFailed(object, key, previous, observed.deployment, error, started, log, preview);
     }
     log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
-    const approvalLeft = await this.applied(object, stack, decision, operation, log, approved);
+    const approvalLeft = await this.applied(object, stack, decision, operation, log, approved, removed);
     const settled = await this.settle(object, stack, key, appliedStack(object, stack, operation, approved), log);
     // The up succeeded and says so; the approval it used is removed by the next pass (see gated).
     return approvalLeft ? { outcome: "requeued", requeueAfterMs: approvalRetryMs } : settled;
@@ -241,12 +242,16 @@ export class Reconciler {
 
   /**
    * Drift made by imperative edits becomes appstack's to undo (metadata only: who owns which field),
-   * so that the repair, or the preview of it, can apply the manifest over it.
+   * so that the repair, or the preview of it, can apply the manifest over it. For the repair itself
+   * (`remove`), what others added, which Pulumi cannot see, is removed too; returns from how many children.
    */
-  private async handOver(object: Workload, decision: Pending, observed: Observed, log: Logger): Promise<void> {
-    if (decision.action !== "repair") return;
+  private async handOver(object: Workload, decision: Pending, observed: Observed, log: Logger, remove = false): Promise<number> {
+    if (decision.action !== "repair") return 0;
     const handed = await this.children.handOverEdits(object, observed);
     if (handed) log.info("imperative edits handed over to appstack's field manager", { children: handed });
+    const removed = remove ? await this.children.removeAdditions(object, observed) : 0;
+    if (removed) log.info("additions removed by a server-side apply of the manifest", { children: removed });
+    return removed;
   }
 
   /**
@@ -265,19 +270,21 @@ export class Reconciler {
   }
 
   /**
-   * Says what a successful `up` did; an approval it carried out is used up. Returns whether that
+   * Says what a successful `up` did (and the server-side apply that removed additions before it,
+   * when `removed` children had any); an approval it carried out is used up. Returns whether that
    * approval is still on the object: the API server refused its removal, which the up's success
    * does not undo.
    */
-  private async applied(object: Workload, stack: string, decision: Pending, operation: StackOperation, log: Logger, approved?: Approved): Promise<boolean> {
+  private async applied(object: Workload, stack: string, decision: Pending, operation: StackOperation, log: Logger, approved: Approved | undefined, removed: number): Promise<boolean> {
     const changes = describeChanges(operation.resourceChanges, "done");
+    const by = removed ? "appstack's server-side apply (the additions) and pulumi up" : "pulumi up";
     if (!approved) {
-      if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by pulumi up (${changes})`);
+      if (decision.action === "repair") this.deps.events.record(object, "Normal", "DriftRepaired", `${decision.reason}; repaired by ${by} (${changes})`);
       else this.deps.events.record(object, "Normal", "StackUpdated", `${decision.reason}; applied by pulumi up (${changes})`);
       return false;
     }
     await this.deps.plans.discard(stack);
-    this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by pulumi up (${changes})`);
+    this.deps.events.record(object, "Normal", "PlanApplied", `approved plan ${approved.planId} applied by ${by} (${changes})`);
     try {
       await consumeApproval(this.deps.clients, object, approved.planId);
       return false;
@@ -378,6 +385,8 @@ export class Reconciler {
       await this.deps.plans.discard(stack, draft);
       throw await this.operationFailed(object, key, previous, observed.deployment, error, started, log);
     }
+    // What the approved repair removes beyond Pulumi's plan is part of what is approved.
+    planned = { ...planned, ...withRemovals(planned, observed) };
     log.info("pulumi preview succeeded", { operation: "preview", durationMs: Date.now() - started, changes: planned.changes });
     const stackStatus: StackStatus = { name: stack, lastOperation: planned.operation, ...(previous.appliedFingerprint ? { appliedFingerprint: previous.appliedFingerprint } : {}), attempts: 0 };
     if (!hasChanges(planned.changes)) {

@@ -7,8 +7,18 @@ import { conditionsFor, type Phase } from "./conditions.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
-/** Like `kubectl rollout status`: the newest spec is observed and every replica is updated and available. */
+/**
+ * Like `kubectl rollout status`: the newest spec is observed and every replica is updated and
+ * available. Paused (`kubectl rollout pause`), the Deployment controller rolls nothing out and the
+ * next change would say RollingOut for ever: never Ready. A pause by anyone is drift (additions.ts),
+ * undone by the repair; this keeps Ready false should one ever stand without a repair under way.
+ */
 export function rolloutPhase(object: Workload, deployment: V1Deployment | undefined): Phase {
+  if (deployment?.spec?.paused) return { kind: "stalled", reason: "DeploymentPaused", message: "the Deployment is paused (spec.paused): nothing rolls out until it is resumed" };
+  return rolloutProgress(object, deployment);
+}
+
+function rolloutProgress(object: Workload, deployment: V1Deployment | undefined): Phase {
   const want = describe(object).replicas(object.spec);
   if (!deployment) return { kind: "progressing", reason: "Creating", message: "the Deployment does not exist yet" };
   const status = deployment.status ?? {};

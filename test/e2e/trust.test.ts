@@ -3,16 +3,20 @@
 // appstack did not create for that very object is ever written or deleted. Real engine, real API
 // server; every result is read back from the API server.
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { promisify } from "node:util";
 import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
 import { podSelector } from "../../components/kinds.ts";
 import type { App, Workload, WorkloadKind } from "../../crds/types.ts";
 import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { disposeOperator, httpGet, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { injectEnv } from "../helpers/inject.ts";
+import { counterTotal, disposeOperator, httpGet, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { toolPath } from "../../toolchain/tools.ts";
 
 const namespace = "default";
 let operator: OperatorProcess | undefined;
@@ -32,6 +36,7 @@ const cluster = useCluster(
 );
 
 const app = (name: string, spec: Record<string, unknown>) => ({ kind: "App" as const, metadata: { name, namespace }, spec });
+const execFileAsync = promisify(execFile);
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
@@ -103,6 +108,94 @@ test("out-of-band edits of every field appstack sets are repaired under updatePo
   assert.equal(all.items.length, 1);
 });
 
+/**
+ * The pinned kubectl against the test cluster, as a person types it (its own field managers:
+ * kubectl-set, kubectl-patch, ...). Asynchronous: the admission webhook of holdWrites answers from
+ * this process.
+ */
+async function kubectl(...args: string[]): Promise<string> {
+  const kubeCache = join(scratch, "kube-cache");
+  const { stdout } = await execFileAsync(toolPath("kubectl"), [`--kubeconfig=${cluster().cluster.kubeconfig}`, `--namespace=${namespace}`, ...args], { encoding: "utf8", timeout: 30_000, env: { PATH: process.env["PATH"] ?? "", KUBECACHEDIR: kubeCache } });
+  return stdout;
+}
+
+/** An addition made with kubectl, the line that names it in the Event, and how to tell it is gone from the live Deployment. */
+interface Addition {
+  readonly what: string;
+  readonly args: readonly string[];
+  readonly named: RegExp;
+  readonly gone: (live: V1Deployment) => boolean;
+}
+
+const additions: Addition[] = [
+  { what: "kubectl set env", args: ["set", "env", "deployment/added", "EXTRA=1"], named: /spec\.template\.spec\.containers\[app\]\.env\[EXTRA\]: added by kubectl-set/, gone: (d) => !container(d)?.env?.some((e) => e.name === "EXTRA") },
+  { what: "a second container", args: ["patch", "deployment/added", "--type=json", "-p", JSON.stringify([{ op: "add", path: "/spec/template/spec/containers/-", value: { name: "sidecar", image: "envoy:1" } }])], named: /spec\.template\.spec\.containers\[sidecar\]: added by kubectl-patch/, gone: (d) => d.spec?.template.spec?.containers.length === 1 },
+  { what: "a command", args: ["patch", "deployment/added", "--type=json", "-p", JSON.stringify([{ op: "add", path: "/spec/template/spec/containers/0/command", value: ["sh", "-c", "sleep 1d"] }])], named: /spec\.template\.spec\.containers\[app\]\.command: added by kubectl-patch/, gone: (d) => container(d)?.command === undefined },
+  { what: "hostNetwork", args: ["patch", "deployment/added", "--type=merge", "-p", JSON.stringify({ spec: { template: { spec: { hostNetwork: true } } } })], named: /spec\.template\.spec\.hostNetwork: added by kubectl-patch/, gone: (d) => !d.spec?.template.spec?.hostNetwork && !container(d)?.ports?.some((p) => p.hostPort !== undefined) },
+  { what: "serviceAccountName", args: ["set", "serviceaccount", "deployment/added", "default"], named: /spec\.template\.spec\.serviceAccountName: added by kubectl-set/, gone: (d) => d.spec?.template.spec?.serviceAccountName === undefined && d.spec?.template.spec?.serviceAccount === undefined },
+  { what: "kubectl rollout pause", args: ["rollout", "pause", "deployment/added"], named: /spec\.paused: added by kubectl-rollout/, gone: (d) => !d.spec?.paused },
+];
+
+test("what a person adds to the pod template is drift: named in DriftRepaired, removed, Ready again; a restart, the API server's defaults and a webhook's are not", async () => {
+  // A mutating webhook injects an env var into its Deployment on every write, whoever writes.
+  const injector = await injectEnv(cluster().cluster, namespace, "added", { name: "INJECTED", value: "1" });
+  try {
+    await addedAndRemoved();
+  } finally {
+    await injector.remove();
+  }
+});
+
+/** The test above, under the injecting webhook. */
+async function addedAndRemoved() {
+  await workloads.create(app("added", editedSpec));
+  // A Memcached beside it: its args, probe and resources are no addition either.
+  await workloads.create({ kind: "Memcached", metadata: { name: "added-cache", namespace }, spec: { size: 1 } });
+  await workloads.ready("App", namespace, "added");
+  await workloads.ready("Memcached", namespace, "added-cache");
+  // `kubectl rollout restart` stamps the pod template: new pods, nothing else, and no drift.
+  await kubectl("rollout", "restart", "deployment/added");
+  await eventually("the restart to roll out", async () => {
+    const live = await deployment("added");
+    const done = live?.spec?.template.metadata?.annotations?.["kubectl.kubernetes.io/restartedAt"] && (live.status?.observedGeneration ?? 0) >= (live.metadata?.generation ?? 1) && live.status?.updatedReplicas === 2 && live.status.replicas === 2;
+    return done ? true : undefined;
+  });
+  // Two resyncs over the settled objects: no repair (a loop over defaults or the restart would start Pulumi).
+  const quiet = await watchOperator(operator!, async () => {
+    const resyncs = async () => counterTotal((await httpGet(operator!.healthPort, "/metrics")).body, "appstack_resync_total");
+    const start = await resyncs();
+    await eventually("two resyncs", async () => ((await resyncs()) >= start + 2 ? true : undefined));
+  });
+  assert.equal(quiet.pulumiProcesses, 0);
+  for (const name of ["added", "added-cache"]) assert.deepEqual((await eventsOf(cluster().core, namespace, name)).map((e) => e.reason).filter((reason) => /Drift/.test(reason ?? "")), [], name);
+  await workloads.delete("Memcached", namespace, "added-cache");
+  const before = (await deployment("added"))!;
+  assert.deepEqual(container(before)?.env?.map((e) => e.name), ["MODE", "INJECTED"], "the webhook's env var is there, and no drift");
+
+  for (const { what, args, named, gone } of additions) {
+    const readySince = readyCondition(await workloads.get("App", namespace, "added"))?.lastTransitionTime;
+    // The pause is held at the repair's write: meanwhile the App says why it is not Ready.
+    const hold = what === "kubectl rollout pause" ? await holdWrites(cluster().cluster, "deployments", "UPDATE", namespace, "added", /^appstack$/) : undefined;
+    await kubectl(...args);
+    if (hold) {
+      await hold.held;
+      const during = readyCondition(await workloads.get("App", namespace, "added"));
+      assert.deepEqual([during?.status, during?.reason], ["False", "RepairingDrift"], what);
+      assert.match(during?.message ?? "", named, what);
+      await hold.release();
+    }
+    await eventWithReason(cluster().core, namespace, "added", "DriftRepaired", (m) => named.test(m));
+    const ready = await workloads.ready("App", namespace, "added");
+    assert.ok(Date.parse(readyCondition(ready)!.lastTransitionTime) > Date.parse(readySince!), `${what}: the App left Ready`);
+    const live = (await deployment("added"))!;
+    assert.ok(gone(live), `${what}: still in ${JSON.stringify(live.spec)}`);
+  }
+  // Every addition gone, nothing else changed: the pod template (with the restart stamp) is as before.
+  const after = (await deployment("added"))!;
+  assert.deepEqual(JSON.parse(JSON.stringify(after.spec)), JSON.parse(JSON.stringify(before.spec)));
+  await workloads.delete("App", namespace, "added");
+}
+
 test("out-of-band edits are previewed under updatePolicy Preview and repaired only when approved", async () => {
   await workloads.create(app("gated", { ...editedSpec, updatePolicy: "Preview" }));
   let { preview } = await workloads.previewOf("App", namespace, "gated");
@@ -122,6 +215,18 @@ test("out-of-band edits are previewed under updatePolicy Preview and repaired on
     await eventually(`${what} to be repaired once approved`, async () => ((await restored("gated")) ? true : undefined));
     await workloads.ready("App", namespace, "gated");
   }
+  // An addition, which Pulumi's own plan cannot see: the plan names it, and only the approval removes it.
+  const extra = async () => container(await deployment("gated"))?.env?.some((e) => e.name === "EXTRA");
+  await kubectl("set", "env", "deployment/gated", "EXTRA=1");
+  ({ preview } = await workloads.previewOf("App", namespace, "gated", preview.planId));
+  assert.match(preview.reason, /containers\[app\]\.env\[EXTRA\]: added by kubectl-set/);
+  assert.deepEqual(preview.steps.filter((s) => s.step !== "same").map((s) => [s.type, s.step, s.paths]), [["kubernetes:apps/v1:Deployment", "update", ["spec.template.spec.containers[app].env[EXTRA]"]]]);
+  assert.equal(readyCondition(await workloads.get("App", namespace, "gated"))?.reason, "AwaitingApproval");
+  assert.equal(await extra(), true, "the addition must wait for the approval");
+  await workloads.approve("App", namespace, "gated", preview.planId);
+  await eventually("the addition to be removed once approved", async () => ((await extra()) === false ? true : undefined));
+  await eventWithReason(cluster().core, namespace, "gated", "PlanApplied", (m) => m.includes(preview.planId));
+  await workloads.ready("App", namespace, "gated");
 });
 
 test("while its Deployment disagrees with it, an App is never Ready", async () => {

@@ -1,12 +1,14 @@
 // Drift without an engine: the live children compared with the manifests the components apply,
-// as the API server returns them (defaults added, quantities canonical, empty strings omitted).
+// as the API server returns them (defaults added, quantities canonical, empty strings omitted),
+// and what others added to their spec, as managedFields record it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { V1Deployment, V1Service } from "@kubernetes/client-node";
+import type { V1Deployment, V1ManagedFieldsEntry, V1Service } from "@kubernetes/client-node";
 import { childManifests } from "../../components/kinds.ts";
 import type { App } from "../../crds/types.ts";
 import { judge, summarize } from "../../operator/controller/children.ts";
 import { differences, quantityMillis } from "../../operator/controller/compare.ts";
+import { unionOfFields } from "../../operator/controller/edits.ts";
 
 const app: App = {
   apiVersion: "appstack.dev/v1alpha1",
@@ -77,13 +79,91 @@ test("every field appstack sets is compared: replicas, image, env, ports, labels
   }
 });
 
-test("what others add is theirs: extra labels, env entries, containers and defaults are not drift", () => {
+const app0 = 'k:{"name":"app"}';
+/** managedFields as the API server writes them: appstack's apply, the Deployment controller's writes, and `edits` by others. */
+function withManagers(live: V1Deployment, ...edits: V1ManagedFieldsEntry[]): V1Deployment {
+  live.metadata!.managedFields = [
+    { manager: "appstack", operation: "Apply", fieldsType: "FieldsV1", fieldsV1: { "f:spec": { "f:replicas": {}, "f:template": { "f:spec": { "f:containers": { [app0]: { ".": {}, "f:image": {}, "f:name": {} } } } } } } },
+    { manager: "kube-controller-manager", operation: "Update", subresource: "status", fieldsType: "FieldsV1", fieldsV1: { "f:status": { "f:replicas": {} } } },
+    { manager: "kube-controller-manager", operation: "Update", fieldsType: "FieldsV1", fieldsV1: { "f:metadata": { "f:annotations": { ".": {}, "f:deployment.kubernetes.io/revision": {} } } } },
+    ...edits,
+  ];
+  return live;
+}
+
+const edit = (manager: string, fieldsV1: object, operation = "Update"): V1ManagedFieldsEntry => ({ manager, operation, fieldsType: "FieldsV1", fieldsV1 });
+const inTemplate = (spec: object): Record<string, unknown> => ({ "f:spec": { "f:template": { "f:spec": spec } } });
+const inContainer = (fields: object) => inTemplate({ "f:containers": { [app0]: fields } });
+
+function judgedDifferences(live: V1Deployment | V1Service, child = deploymentChild!): readonly string[] {
+  const judged = judge(app, child, live);
+  assert.equal(judged.state, "owned");
+  return judged.state === "owned" ? judged.differences : [];
+}
+
+test("what others add to the spec is drift, named with who added it: env, containers, command, hostNetwork, serviceAccountName, paused", () => {
+  const cases: [string, (d: V1Deployment) => void, V1ManagedFieldsEntry, string][] = [
+    ["kubectl set env", (d) => containerOf(d).env!.push({ name: "EXTRA", value: "1" }), edit("kubectl-set", inContainer({ "f:env": { 'k:{"name":"EXTRA"}': { ".": {}, "f:name": {}, "f:value": {} } } })), "spec.template.spec.containers[app].env[EXTRA]: added by kubectl-set"],
+    ["a second container", (d) => d.spec!.template.spec!.containers.push({ name: "sidecar", image: "envoy", imagePullPolicy: "IfNotPresent" }), edit("kubectl-patch", inTemplate({ "f:containers": { 'k:{"name":"sidecar"}': { ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {} } } })), "spec.template.spec.containers[sidecar]: added by kubectl-patch"],
+    ["a command", (d) => (containerOf(d).command = ["sh", "-c", "sleep 1d"]), edit("kubectl-edit", inContainer({ "f:command": {} })), "spec.template.spec.containers[app].command: added by kubectl-edit"],
+    ["hostNetwork", (d) => (d.spec!.template.spec!.hostNetwork = true), edit("kubectl-patch", inTemplate({ "f:hostNetwork": {} })), "spec.template.spec.hostNetwork: added by kubectl-patch"],
+    ["a port's hostPort", (d) => (containerOf(d).ports![0]!.hostPort = 8080), edit("kubectl-patch", inContainer({ "f:ports": { 'k:{"containerPort":8080,"protocol":"TCP"}': { "f:hostPort": {} } } })), "spec.template.spec.containers[app].ports[http].hostPort: added by kubectl-patch"],
+    ["a port of its own", (d) => containerOf(d).ports!.push({ containerPort: 9090, protocol: "TCP" }), edit("kubectl-patch", inContainer({ "f:ports": { 'k:{"containerPort":9090,"protocol":"TCP"}': { ".": {}, "f:containerPort": {}, "f:protocol": {} } } })), "spec.template.spec.containers[app].ports[containerPort=9090,protocol=TCP]: added by kubectl-patch"],
+    ["serviceAccountName", (d) => (d.spec!.template.spec!.serviceAccountName = "admin"), edit("kubectl-patch", inTemplate({ "f:serviceAccountName": {} })), "spec.template.spec.serviceAccountName: added by kubectl-patch"],
+    ["kubectl rollout pause", (d) => (d.spec!.paused = true), edit("kubectl-rollout", { "f:spec": { "f:paused": {} } }), "spec.paused: added by kubectl-rollout"],
+    ["a pod template label", (d) => (d.spec!.template.metadata!.labels!["debug"] = "1"), edit("kubectl-patch", { "f:spec": { "f:template": { "f:metadata": { "f:labels": { "f:debug": {} } } } } }), "spec.template.metadata.labels.debug: added by kubectl-patch"],
+    ["a rollout setting", (d) => (d.spec!.strategy = { type: "RollingUpdate", rollingUpdate: { maxSurge: 3 } }), edit("kubectl-patch", { "f:spec": { "f:strategy": { "f:rollingUpdate": { "f:maxSurge": {} } } } }), "spec.strategy.rollingUpdate.maxSurge: added by kubectl-patch"],
+    ["a limit", (d) => (containerOf(d).resources!.limits = { cpu: "1" }), edit("kubectl-set", inContainer({ "f:resources": { "f:limits": { ".": {}, "f:cpu": {} } } })), "spec.template.spec.containers[app].resources.limits.cpu: added by kubectl-set"],
+    ["another applier", (d) => containerOf(d).env!.push({ name: "MINE", value: "1" }), edit("dba", inContainer({ "f:env": { 'k:{"name":"MINE"}': { ".": {}, "f:name": {}, "f:value": {} } } }), "Apply"), "spec.template.spec.containers[app].env[MINE]: added by dba"],
+  ];
+  for (const [what, change, entry, expected] of cases) {
+    const live = storedDeployment();
+    change(live);
+    assert.deepEqual(judgedDifferences(withManagers(live, entry)), [expected], what);
+  }
+});
+
+test("not drift: the API server's defaults, the cluster's controllers, metadata others add, a restart, a scale of the same size", () => {
   const live = storedDeployment();
+  // Defaults: in no managedFields entry.
+  live.spec!.revisionHistoryLimit = 10;
+  live.spec!.template.spec!.dnsPolicy = "ClusterFirst";
   live.metadata!.labels!["team"] = "dba";
   live.metadata!.annotations!["deployment.kubernetes.io/revision"] = "3";
-  containerOf(live).env!.push({ name: "INJECTED", value: "1" });
-  live.spec!.template.spec!.containers.push({ name: "sidecar", image: "envoy" });
-  assert.deepEqual(differences(deploymentChild!.manifest, live), []);
+  live.spec!.template.metadata!.annotations = { "kubectl.kubernetes.io/restartedAt": "2026-11-24T20:00:00Z" };
+  withManagers(
+    live,
+    edit("kubectl-label", { "f:metadata": { "f:labels": { "f:team": {} } } }),
+    edit("kubectl-rollout", { "f:spec": { "f:template": { "f:metadata": { "f:annotations": { ".": {}, "f:kubectl.kubernetes.io/restartedAt": {} } } } } }),
+    { ...edit("kubectl", { "f:spec": { "f:replicas": {} } }), subresource: "scale" },
+  );
+  assert.deepEqual(judgedDifferences(live), []);
+});
+
+test("an addition handed over to appstack and not yet removed is still drift, named as such", () => {
+  const live = withManagers(storedDeployment());
+  containerOf(live).env!.push({ name: "EXTRA", value: "1" });
+  const ours = live.metadata!.managedFields![0]!;
+  ours.fieldsV1 = unionOfFields(ours.fieldsV1 as Record<string, unknown>, inContainer({ "f:env": { 'k:{"name":"EXTRA"}': { ".": {}, "f:name": {}, "f:value": {} } } }));
+  assert.deepEqual(judgedDifferences(live), ["spec.template.spec.containers[app].env[EXTRA]: added, owned by appstack until removed"]);
+});
+
+test("a field appstack sets, changed by someone else, is one difference by value, not an addition", () => {
+  const live = storedDeployment();
+  containerOf(live).image = "evil:1";
+  withManagers(live, edit("kubectl-set", inContainer({ "f:image": {} })));
+  assert.deepEqual(judgedDifferences(live), ['spec.template.spec.containers[app].image: "evil:1", want "nginx:1.27"']);
+  // Set back to appstack's value by hand: nothing differs, whoever owns it now.
+  containerOf(live).image = "nginx:1.27";
+  assert.deepEqual(judgedDifferences(live), []);
+});
+
+test("the Service's spec is appstack's too; its allocated and defaulted fields are nobody's", () => {
+  const live = storedService();
+  live.spec!.externalTrafficPolicy = "Local";
+  live.metadata!.managedFields = [edit("kubectl-patch", { "f:spec": { "f:externalTrafficPolicy": {} } })];
+  assert.deepEqual(judgedDifferences(live, serviceChild), ["spec.externalTrafficPolicy: added by kubectl-patch"]);
+  assert.deepEqual(judgedDifferences(storedService(), serviceChild), []);
 });
 
 test("quantities compare by value, exactly, as the API server stores them", () => {

@@ -68,6 +68,12 @@ test("Ready only when the rollout is complete", () => {
   assert.deepEqual(rolloutPhase(app(2), stuck), { kind: "stalled", reason: "ProgressDeadlineExceeded", message: "too slow" });
 });
 
+test("a paused Deployment is never Ready: Stalled with DeploymentPaused, whatever its replicas say", () => {
+  const paused: V1Deployment = { ...deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 2, readyReplicas: 2 }), spec: { paused: true, selector: {}, template: {} } };
+  assert.deepEqual(rolloutPhase(app(2), paused), { kind: "stalled", reason: "DeploymentPaused", message: "the Deployment is paused (spec.paused): nothing rolls out until it is resumed" });
+  assert.equal(rolloutPhase(app(2), { ...paused, spec: { ...paused.spec!, paused: false } }).kind, "ready");
+});
+
 test("a rollout waiting on a pod the scheduler cannot place says so, with the scheduler's words", () => {
   const rolling = rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 1 }));
   const pending: V1Pod = { metadata: { name: "web-1" }, status: { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient memory." }] } };

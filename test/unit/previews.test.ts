@@ -6,7 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import type { EngineEvent } from "@pulumi/pulumi/automation/index.js";
-import type { PreviewStatus } from "../../crds/types.ts";
+import { childManifests } from "../../components/kinds.ts";
+import type { App, PreviewStatus } from "../../crds/types.ts";
+import { ownedLeftover } from "../../operator/controller/additions.ts";
+import { summarize } from "../../operator/controller/children.ts";
+import { withRemovals } from "../../operator/controller/removals.ts";
 import { gate, type GateInput } from "../../operator/controller/approval.ts";
 import { previewBasis } from "../../operator/controller/drift.ts";
 import { PlanStore } from "../../operator/pulumi/plans.ts";
@@ -25,6 +29,26 @@ test("the basis of a preview changes with the generation and with what differs i
   assert.notEqual(previewBasis(3, [...drift, "Service web: spec.type: \"NodePort\", want \"ClusterIP\""]), basis);
   assert.notEqual(previewBasis(3, []), basis);
   assert.equal(previewBasis(3, [...drift]), basis);
+  // An addition is the same before and after the preview's handover made it appstack's to remove.
+  const env = "Deployment web: spec.template.spec.containers[app].env[EXTRA]";
+  assert.equal(previewBasis(3, [`${env}: added by kubectl-set`]), previewBasis(3, [`${env}: ${ownedLeftover}`]));
+  assert.notEqual(previewBasis(3, [`${env}: added by kubectl-set`]), previewBasis(3, ["Deployment web: spec.paused: added by kubectl-set"]));
+});
+
+test("a preview names what the repair removes beyond Pulumi's plan: an update of each child with additions", () => {
+  const app: App = { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name: "web", namespace: "default", uid: "u", generation: 1 }, spec: { image: "nginx", replicas: 1, port: 80 } };
+  const [deployment, service] = childManifests(app);
+  const owned = (child: typeof deployment, added: string[]) => ({ child: child!, state: "owned" as const, live: {}, differences: added, added });
+  const observed = summarize([owned(deployment, ["spec.paused: added by kubectl-rollout", "spec.template.spec.hostNetwork: added by kubectl-patch"]), owned(service, [])]);
+  const pulumi = { steps: [{ type: "kubernetes:apps/v1:Deployment", name: "web", step: "same" }, { type: "kubernetes:core/v1:Service", name: "web", step: "same" }], changes: { same: 2 } };
+  const planned = withRemovals(pulumi, observed);
+  assert.deepEqual(planned.changes, { update: 1, same: 1 });
+  assert.equal(describeSteps(planned.steps), "Deployment web (update: spec.paused, spec.template.spec.hostNetwork)");
+  assert.ok(hasChanges(planned.changes));
+  // Beside Pulumi's own update of the same Deployment: one step, both paths.
+  const both = withRemovals({ steps: [{ type: "kubernetes:apps/v1:Deployment", name: "web", step: "update", paths: ["spec.replicas"] }], changes: { update: 1 } }, observed);
+  assert.deepEqual(both.steps[0]!.paths, ["spec.paused", "spec.replicas", "spec.template.spec.hostNetwork"]);
+  assert.deepEqual(withRemovals(pulumi, summarize([owned(deployment, [])])), pulumi);
 });
 
 test("without an approval: preview once per basis, then wait; nothing to change means settled", () => {
