@@ -15,6 +15,9 @@ export interface ChildManifest {
   readonly manifest: k8s.types.input.apps.v1.Deployment | k8s.types.input.core.v1.Service;
 }
 
+/** The Pulumi type of each kind of child, as a stack's state and a preview's steps name it. */
+export const childResourceTypes = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" } as const satisfies Record<ChildManifest["kind"], string>;
+
 /** A component that owns a Deployment (the children's first, and the one status follows). */
 export interface WorkloadComponent extends pulumi.ComponentResource {
   readonly deployment: k8s.apps.v1.Deployment;

@@ -13,6 +13,7 @@ import {
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import yaml from "js-yaml";
+import { childResourceTypes } from "../../components/workload.ts";
 import type { StackOperation } from "../../crds/types.ts";
 import { fileBackendRoot, forgetPulumiCommand, workspaceOptions, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../manager/log.ts";
@@ -49,11 +50,10 @@ interface StateResource {
   readonly id?: string;
 }
 
-const childTypes = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" } as const;
 
 function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
   return resources.flatMap((resource) => {
-    const kind = (Object.keys(childTypes) as RecordedChild["kind"][]).find((k) => childTypes[k] === resource.type);
+    const kind = (Object.keys(childResourceTypes) as RecordedChild["kind"][]).find((k) => childResourceTypes[k] === resource.type);
     const [namespace, name] = (resource.id ?? "").split("/");
     return kind && namespace && name ? [{ kind, namespace, name }] : [];
   });
@@ -434,7 +434,7 @@ export class StackDriver {
     return this.answered("destroy", async () => {
       const stack = await this.existing(name);
       if (!stack) return;
-      const drop = new Set(resources.map((r) => `${childTypes[r.kind]} ${r.namespace}/${r.name}`));
+      const drop = new Set(resources.map((r) => `${childResourceTypes[r.kind]} ${r.namespace}/${r.name}`));
       await this.unlocked(name, async () => {
         const state = await this.command("destroy", name, "stack export", () => stack.exportStack());
         const deployment = state.deployment as { resources?: StateResource[] } | undefined;
