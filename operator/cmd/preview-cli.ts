@@ -15,7 +15,8 @@ import { createLogger } from "../manager/log.ts";
 import { hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
 import { stackName } from "../pulumi/stack-names.ts";
-import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
+import { prepareWorkDir } from "../pulumi/stack-selection.ts";
+import { StackDriver } from "../pulumi/stacks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { parseFlags, UsageError } from "./flags.ts";
 

@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { homedir } from "node:os";
 import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { installProviderPlugin } from "../pulumi/engine.ts";
-import { defaultOperationTimeoutMs } from "../pulumi/stacks.ts";
+import { defaultOperationTimeoutMs } from "../pulumi/deadline-runner.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 
 export async function runPulumiCli(args: readonly string[]): Promise<number> {

@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { engineFolders, loadConfig } from "../manager/config.ts";
 import { workspaceOptions } from "../pulumi/engine.ts";
-import { projectName } from "../pulumi/stacks.ts";
+import { projectName } from "../pulumi/stack-names.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 

@@ -12,7 +12,7 @@ import { additions } from "./additions.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
 import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
-import type { RecordedChild } from "../pulumi/stacks.ts";
+import type { RecordedChild } from "../pulumi/checkpoints.ts";
 import type { Watcher } from "./watch.ts";
 
 export type ChildState =

@@ -20,7 +20,8 @@ import { describeChanges, describeSteps, hasChanges } from "../pulumi/preview-st
 import { programFor } from "../pulumi/programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
-import { OperationInterrupted, OperationTimedOut, StackBusy, StackOperationFailed, type StackDriver } from "../pulumi/stacks.ts";
+import { OperationInterrupted, OperationTimedOut, StackBusy, StackOperationFailed } from "../pulumi/stack-errors.ts";
+import type { StackDriver } from "../pulumi/stacks.ts";
 import { computeStatus, rolloutPhase, withScheduling, writeStatus } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 

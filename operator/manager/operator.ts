@@ -10,7 +10,8 @@ import type { OperatorMetrics } from "./metrics.ts";
 import { PlanStore } from "../pulumi/plans.ts";
 import { WorkQueue } from "../controller/queue.ts";
 import { Reconciler } from "../controller/reconcile.ts";
-import { prepareWorkDir, StackDriver } from "../pulumi/stacks.ts";
+import { prepareWorkDir } from "../pulumi/stack-selection.ts";
+import { StackDriver } from "../pulumi/stacks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { Watcher } from "../controller/watch.ts";
 

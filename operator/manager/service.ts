@@ -13,7 +13,7 @@ import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
 import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
-import { projectName } from "../pulumi/stacks.ts";
+import { projectName } from "../pulumi/stack-names.ts";
 
 export interface OperatorService {
   readonly server: Server;

@@ -1,6 +1,9 @@
 import { createHash } from "node:crypto";
 import type { WorkloadKind } from "../../crds/types.ts";
 
+/** The Pulumi project every object's stack belongs to. */
+export const projectName = "appstack";
+
 const maxStackName = 100;
 
 /**

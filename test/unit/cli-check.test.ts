@@ -11,7 +11,9 @@ import { pathToFileURL } from "node:url";
 import { toolPath } from "../../toolchain/tools.ts";
 import { createLogger } from "../../operator/manager/log.ts";
 import { enginesOf } from "../../operator/pulumi/orphans.ts";
-import { OperationTimedOut, prepareWorkDir, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
+import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
+import { StackDriver } from "../../operator/pulumi/stacks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-cli-check-"));

@@ -6,7 +6,7 @@ import type { App } from "../../crds/types.ts";
 import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/controller/drift.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
-import { engineMessage } from "../../operator/pulumi/stacks.ts";
+import { engineMessage } from "../../operator/pulumi/stack-errors.ts";
 import { observedGeneration, rolloutPhase, withScheduling } from "../../operator/controller/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {

@@ -14,7 +14,10 @@ import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { createLogger } from "../../operator/manager/log.ts";
 import { enginesOf } from "../../operator/pulumi/orphans.ts";
-import { OperationTimedOut, prepareWorkDir, projectName, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
+import { projectName } from "../../operator/pulumi/stack-names.ts";
+import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
+import { StackDriver } from "../../operator/pulumi/stacks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { lockFiles } from "../helpers/operator.ts";
 

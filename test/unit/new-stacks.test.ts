@@ -16,7 +16,9 @@ import { engineFolders } from "../../operator/manager/config.ts";
 import { createLogger } from "../../operator/manager/log.ts";
 import { secretsProviderUrl } from "../../operator/pulumi/key-service.ts";
 import { loadTemplate, stackSettingsFile } from "../../operator/pulumi/new-stacks.ts";
-import { prepareWorkDir, projectName, StackDriver } from "../../operator/pulumi/stacks.ts";
+import { projectName } from "../../operator/pulumi/stack-names.ts";
+import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
+import { StackDriver } from "../../operator/pulumi/stacks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 

@@ -1,0 +1,72 @@
+// The file backend's checkpoints, read directly: whether a stack exists, what its state records,
+// and whether it carries pending operations, each known without a Pulumi process.
+import { join } from "node:path";
+import { childResourceTypes } from "../../components/workload.ts";
+import { fileBackendRoot } from "./engine.ts";
+import { projectName } from "./stack-names.ts";
+import type { StateIo } from "./state-io.ts";
+
+/** A child of an object as a stack's state records it. */
+export interface RecordedChild {
+  readonly kind: "Deployment" | "Service";
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** A resource of a stack's state, as far as appstack reads it. */
+export interface StateResource {
+  readonly type: string;
+  /** For a Kubernetes resource, `<namespace>/<name>`. */
+  readonly id?: string;
+}
+
+export function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
+  return resources.flatMap((resource) => {
+    const kind = (Object.keys(childResourceTypes) as RecordedChild["kind"][]).find((k) => childResourceTypes[k] === resource.type);
+    const [namespace, name] = (resource.id ?? "").split("/");
+    return kind && namespace && name ? [{ kind, namespace, name }] : [];
+  });
+}
+
+export class Checkpoints {
+  private readonly backendUrl: string;
+  private readonly io: StateIo;
+
+  constructor(backendUrl: string, io: StateIo) {
+    this.backendUrl = backendUrl;
+    this.io = io;
+  }
+
+  /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
+  base(name: string): string | undefined {
+    const backend = fileBackendRoot(this.backendUrl);
+    return backend && join(backend, "stacks", projectName, name);
+  }
+
+  /** Whether the file backend holds the stack of the checkpoint `base`, in any of its files. */
+  async exists(base: string): Promise<boolean> {
+    for (const suffix of [".json", ".json.gz", ".json.attrs"]) if (await this.io.exists(`${base}${suffix}`)) return true;
+    return false;
+  }
+
+  /** Whether the checkpoint `base` records resources (a stack a preview made records none). */
+  async recordsResources(base: string): Promise<boolean> {
+    if (await this.io.exists(`${base}.json.gz`)) return true;
+    const checkpoint = await this.file(base);
+    if (!checkpoint) return false;
+    return (checkpoint.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
+  }
+
+  /** The children the checkpoint `base` records; undefined when it is compressed (then only the engine reads it). */
+  async recordedChildren(base: string): Promise<RecordedChild[] | undefined> {
+    if (await this.io.exists(`${base}.json.gz`)) return undefined;
+    return childrenIn((await this.file(base))?.latest?.resources ?? []);
+  }
+
+  /** The file backend's checkpoint, read directly (one read, no check first); undefined when it is absent (or compressed). */
+  async file(base: string): Promise<{ latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } | undefined> {
+    const text = await this.io.readTextIfAny(`${base}.json`);
+    if (text === undefined) return undefined;
+    return (JSON.parse(text) as { checkpoint?: { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } }).checkpoint;
+  }
+}
