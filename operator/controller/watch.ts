@@ -1,11 +1,13 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
-// enqueue the owning object's key; the reconciler reads everything else from these caches.
+// enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
+// status-only change leaves a key in backoff to its retry (child-events.ts).
 import { makeInformer, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
-import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
-import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
+import { workloadKinds } from "../../components/kinds.ts";
+import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../manager/log.ts";
+import { childEvents, type ChildEventType, type WorkSink } from "./child-events.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
@@ -31,18 +33,18 @@ export class Watcher {
 
   private readonly clients: KubeClients;
   private readonly namespaces: Namespaces;
-  private readonly enqueue: (key: string) => void;
+  private readonly queue: WorkSink;
   private readonly log: Logger;
 
   constructor(
     clients: KubeClients,
     namespaces: Namespaces,
-    enqueue: (key: string) => void,
+    queue: WorkSink,
     log: Logger,
   ) {
     this.clients = clients;
     this.namespaces = namespaces;
-    this.enqueue = enqueue;
+    this.queue = queue;
     this.log = log;
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
@@ -51,11 +53,11 @@ export class Watcher {
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
       this.deployments.push(this.childInformer<V1Deployment>(path("/apis/apps/v1", "deployments", ns), () =>
-        ns ? clients.apps.listNamespacedDeployment({ namespace: ns, labelSelector: managedSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector: managedSelector })));
+        ns ? clients.apps.listNamespacedDeployment({ namespace: ns, labelSelector: managedSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector: managedSelector }), false));
       this.services.push(this.childInformer<V1Service>(path("/api/v1", "services", ns), () =>
-        ns ? clients.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector: managedSelector })));
+        ns ? clients.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector: managedSelector }), false));
       this.pods.push(this.childInformer<V1Pod>(path("/api/v1", "pods", ns), () =>
-        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector })));
+        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), true));
     }
   }
 
@@ -77,28 +79,23 @@ export class Watcher {
       const fingerprint = JSON.stringify([object.metadata.generation, object.metadata.deletionTimestamp, object.metadata.finalizers, object.metadata.annotations]);
       if (this.seen.get(object.metadata.uid) === fingerprint) return;
       this.seen.set(object.metadata.uid, fingerprint);
-      this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
+      this.queue.add(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
     };
-    this.register(informer, onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
+    this.register(informer, () => onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
     informer.on("delete", (object: Workload) => this.seen.delete(object.metadata.uid));
     return informer;
   }
 
-  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>): Cached<T> {
+  /** `statusOnly`: a kind read only for the status, whose events never cut a backoff short. */
+  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, statusOnly: boolean): Cached<T> {
     const informer = makeInformer<T>(this.clients.config, resourcePath, this.tracked(list) as never, managedSelector);
-    const onEvent = (object: T) => {
-      const labels = object.metadata?.labels ?? {};
-      const kind = labels[kindLabel];
-      const name = labels[instanceLabel];
-      if (isWorkloadKind(kind) && name && object.metadata?.namespace) this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name }));
-    };
-    return this.register(informer, onEvent, resourcePath);
+    return this.register(informer, childEvents(this.queue, statusOnly), resourcePath);
   }
 
-  private register<T extends KubernetesObject>(informer: Cached<T>, onEvent: (object: T) => void, what: string): Cached<T> {
-    informer.on("add", onEvent);
-    informer.on("update", onEvent);
-    informer.on("delete", onEvent);
+  private register<T extends KubernetesObject>(informer: Cached<T>, handler: (type: ChildEventType) => (object: T) => void, what: string): Cached<T> {
+    informer.on("add", handler("add"));
+    informer.on("update", handler("update"));
+    informer.on("delete", handler("delete"));
     // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
     informer.on("error", (error: unknown) => {
       if (this.stopped) return;
