@@ -1,18 +1,33 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
 // enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
 // status-only change leaves a key in backoff to its retry (child-events.ts).
-import { makeInformer, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { ListWatch, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
 import { workloadKinds } from "../../components/kinds.ts";
 import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../manager/log.ts";
-import { childEvents, type ChildEventType, type WorkSink } from "./child-events.ts";
+import { childEvents, type WorkSink } from "./child-events.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
 
+/** One informer, its connection, and its restart. */
+interface WatchState {
+  /** The resource, as logs name it. */
+  readonly what: string;
+  readonly informer: Cached<KubernetesObject>;
+  readonly connection: BoundedWatch;
+  /** Resolves at the first successful list. */
+  readonly synced: Promise<void>;
+  lastError?: string;
+  restart?: NodeJS.Timeout;
+}
+
 const restartDelayMs = 3_000;
+/** How long past the watch's timeout its end may take to arrive before the connection is taken for dead. */
+const maxWatchGraceMs = 15_000;
 const managedSelector = `${managedByLabel}=${managedBy}`;
 
 function path(base: string, resource: string, namespace: string | undefined): string {
@@ -20,13 +35,11 @@ function path(base: string, resource: string, namespace: string | undefined): st
 }
 
 export class Watcher {
-  private readonly informers: Cached<KubernetesObject>[] = [];
+  private readonly watches: WatchState[] = [];
   private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
   private readonly deployments: Cached<V1Deployment>[] = [];
   private readonly pods: Cached<V1Pod>[] = [];
   private readonly services: Cached<V1Service>[] = [];
-  /** One per informer: resolves at its first successful list. */
-  private readonly listed: Promise<void>[] = [];
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   private stopped = false;
@@ -35,17 +48,21 @@ export class Watcher {
   private readonly namespaces: Namespaces;
   private readonly queue: WorkSink;
   private readonly log: Logger;
+  private readonly watchTimeoutMs: number;
 
+  /** `watchTimeoutMs`: how long the API server keeps one watch open (see kube/bounded-watch.ts). */
   constructor(
     clients: KubeClients,
     namespaces: Namespaces,
     queue: WorkSink,
     log: Logger,
+    watchTimeoutMs: number,
   ) {
     this.clients = clients;
     this.namespaces = namespaces;
     this.queue = queue;
     this.log = log;
+    this.watchTimeoutMs = watchTimeoutMs;
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
       for (const kind of workloadKinds) {
@@ -72,7 +89,7 @@ export class Watcher {
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), this.tracked(list));
+    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, path(`/apis/${group}/${version}`, plural, ns), list);
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
@@ -81,42 +98,61 @@ export class Watcher {
       this.seen.set(object.metadata.uid, fingerprint);
       this.queue.add(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
     };
-    this.register(informer, () => onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
+    informer.on("add", onEvent);
+    informer.on("update", onEvent);
+    informer.on("delete", onEvent);
     informer.on("delete", (object: Workload) => this.seen.delete(object.metadata.uid));
     return informer;
   }
 
   /** `statusOnly`: a kind read only for the status, whose events never cut a backoff short. */
   private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, statusOnly: boolean): Cached<T> {
-    const informer = makeInformer<T>(this.clients.config, resourcePath, this.tracked(list) as never, managedSelector);
-    return this.register(informer, childEvents(this.queue, statusOnly), resourcePath);
-  }
-
-  private register<T extends KubernetesObject>(informer: Cached<T>, handler: (type: ChildEventType) => (object: T) => void, what: string): Cached<T> {
-    informer.on("add", handler("add"));
-    informer.on("update", handler("update"));
-    informer.on("delete", handler("delete"));
-    // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
-    informer.on("error", (error: unknown) => {
-      if (this.stopped) return;
-      this.log.warn("watch failed; restarting", { watch: what, error: briefError(error), retryInMs: restartDelayMs });
-      setTimeout(() => void informer.start().catch(() => undefined), restartDelayMs);
-    });
-    this.informers.push(informer);
+    const informer = this.informer<T>(resourcePath, resourcePath, list, managedSelector);
+    const handler = childEvents(this.queue, statusOnly);
+    for (const type of ["add", "update", "delete"] as const) informer.on(type, handler(type));
     return informer;
   }
 
-  /** `list`, noting its first success: from then on the informer's cache holds the whole list. */
-  private tracked<L>(list: () => Promise<L>): () => Promise<L> {
-    let markListed!: () => void;
-    this.listed.push(new Promise((resolve) => (markListed = resolve)));
-    return async () => {
+  /** An informer on `resourcePath`, restarted whenever it fails, whose first list `start` waits for. */
+  private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, labelSelector?: string): Cached<T> {
+    let markSynced!: () => void;
+    const synced = new Promise<void>((resolve) => (markSynced = resolve));
+    const tracked = async () => {
       const result = await list();
       // The informer fills its cache from the result once this returns: count it as listed after
       // that, not before.
-      setImmediate(markListed);
+      setImmediate(markSynced);
       return result;
     };
+    const connection = new BoundedWatch(this.clients.config, { timeoutMs: this.watchTimeoutMs, graceMs: Math.min(maxWatchGraceMs, this.watchTimeoutMs) });
+    const informer: Cached<T> = new ListWatch<T>(resourcePath, connection, tracked as never, false, labelSelector);
+    const watch: WatchState = { what, informer, connection, synced };
+    this.watches.push(watch);
+    // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
+    informer.on("error", (error: unknown) => {
+      watch.lastError = briefError(error);
+      if (this.stopped) return;
+      this.log.warn("watch failed; restarting", { watch: what, error: watch.lastError, retryInMs: restartDelayMs });
+      this.restartLater(watch);
+    });
+    return informer;
+  }
+
+  /** Starts `watch`'s informer; a start that fails outright (no list, no watch) is retried too. */
+  private run(watch: WatchState): void {
+    watch.informer.start().catch((error: unknown) => {
+      watch.lastError = briefError(error);
+      if (this.stopped) return;
+      this.log.warn("watch could not start; retrying", { watch: watch.what, error: watch.lastError, retryInMs: restartDelayMs });
+      this.restartLater(watch);
+    });
+  }
+
+  private restartLater(watch: WatchState): void {
+    clearTimeout(watch.restart);
+    watch.restart = setTimeout(() => {
+      if (!this.stopped) this.run(watch);
+    }, restartDelayMs);
   }
 
   /**
@@ -125,13 +161,16 @@ export class Watcher {
    * the reconciler read a cache that lacks objects which exist.
    */
   async start(): Promise<void> {
-    await Promise.all(this.informers.map((informer) => informer.start()));
-    await Promise.all(this.listed);
+    for (const watch of this.watches) this.run(watch);
+    await Promise.all(this.watches.map((watch) => watch.synced));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all(this.informers.map((informer) => informer.stop()));
+    for (const watch of this.watches) clearTimeout(watch.restart);
+    await Promise.all(this.watches.map((watch) => watch.informer.stop()));
+    // Including the watches still connecting, which the informers cannot abort.
+    for (const watch of this.watches) watch.connection.close();
   }
 
   workload(kind: WorkloadKind, namespace: string, name: string): Workload | undefined {

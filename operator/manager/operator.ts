@@ -49,7 +49,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
     maxDelayMs: config.maxRetryMs,
     paused: true,
   });
-  const watcher = new Watcher(clients, config.namespaces, queue, log);
+  const watcher = new Watcher(clients, config.namespaces, queue, log, config.watchTimeoutMs);
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"));
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
