@@ -7,28 +7,49 @@ import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
+import { timedOut, withinDeadline } from "../manager/deadline.ts";
 import type { Logger } from "../manager/log.ts";
 import { childEvents, type WorkSink } from "./child-events.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
 
-/** One informer, its connection, and its restart. */
+/** One informer: whether its cache holds a whole list yet, and why not. */
 interface WatchState {
-  /** The resource, as logs name it. */
+  /** The resource, as logs and the sync deadline's message name it. */
   readonly what: string;
   readonly informer: Cached<KubernetesObject>;
   readonly connection: BoundedWatch;
+  listed: boolean;
   /** Resolves at the first successful list. */
   readonly synced: Promise<void>;
   lastError?: string;
   restart?: NodeJS.Timeout;
 }
 
+/** Some caches did not sync in time: says which, and the last error of each. */
+export class CacheSyncTimeout extends Error {
+  constructor(unsynced: readonly WatchState[], deadlineMs: number) {
+    const each = unsynced.map((watch) => `${watch.what}${watch.lastError ? ` (${watch.lastError})` : ""}`);
+    super(`caches not synced within ${deadlineMs / 1000} s; could not list ${each.join(", ")}`);
+    this.name = "CacheSyncTimeout";
+  }
+}
+
 const restartDelayMs = 3_000;
 /** How long past the watch's timeout its end may take to arrive before the connection is taken for dead. */
 const maxWatchGraceMs = 15_000;
 const managedSelector = `${managedByLabel}=${managedBy}`;
+
+/** `work`, or the signal's reason once it aborts. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 function path(base: string, resource: string, namespace: string | undefined): string {
   return namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
@@ -121,12 +142,15 @@ export class Watcher {
       const result = await list();
       // The informer fills its cache from the result once this returns: count it as listed after
       // that, not before.
-      setImmediate(markSynced);
+      setImmediate(() => {
+        watch.listed = true;
+        markSynced();
+      });
       return result;
     };
     const connection = new BoundedWatch(this.clients.config, { timeoutMs: this.watchTimeoutMs, graceMs: Math.min(maxWatchGraceMs, this.watchTimeoutMs) });
     const informer: Cached<T> = new ListWatch<T>(resourcePath, connection, tracked as never, false, labelSelector);
-    const watch: WatchState = { what, informer, connection, synced };
+    const watch: WatchState = { what, informer, connection, listed: false, synced };
     this.watches.push(watch);
     // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
     informer.on("error", (error: unknown) => {
@@ -158,11 +182,17 @@ export class Watcher {
   /**
    * Starts every informer; resolves once each has listed (the caches are synced). An informer
    * whose list fails is restarted by its error handler, so this waits for it rather than letting
-   * the reconciler read a cache that lacks objects which exist.
+   * the reconciler read a cache that lacks objects which exist; but no longer than `deadlineMs`
+   * (a forbidden list, a missing CRD never ends), then fails naming what did not list. `signal`
+   * (a SIGTERM) ends the wait at once. Either way the caller stops the watcher.
    */
-  async start(): Promise<void> {
+  async start(deadlineMs: number, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
     for (const watch of this.watches) this.run(watch);
-    await Promise.all(this.watches.map((watch) => watch.synced));
+    const synced = Promise.all(this.watches.map((watch) => watch.synced));
+    if ((await withinDeadline(abortable(synced, signal), deadlineMs)) === timedOut) {
+      throw new CacheSyncTimeout(this.watches.filter((watch) => !watch.listed), deadlineMs);
+    }
   }
 
   async stop(): Promise<void> {

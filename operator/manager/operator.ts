@@ -23,7 +23,8 @@ export interface RunningOperator {
   abort(): Promise<void>;
 }
 
-export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
+/** `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running. */
+export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   const driver = new StackDriver(
@@ -56,7 +57,18 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();
   // Both before the queue runs anything: the warm-up may make the template new stacks use.
-  await Promise.all([driver.warmUp(), watcher.start()]);
+  const warmUp = driver.warmUp();
+  try {
+    await watcher.start(config.cacheSyncTimeoutMs, signal);
+  } catch (error) {
+    // Given up (the caches did not sync in time, or a signal came first): nothing of this replica
+    // may go on once it hands the lease over, neither a watch nor an engine.
+    await watcher.stop();
+    await driver.killAll();
+    await warmUp;
+    throw error;
+  }
+  await warmUp;
   queue.start();
   // The queue coalesces (an object still queued or running is not checked twice) and leaves
   // failing objects to their backoff.

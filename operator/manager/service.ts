@@ -30,6 +30,8 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
   const address = server.address();
   log.info("serving /healthz, /readyz and /metrics", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
 
+  // A stop while the operator starts ends the start (its cache sync may take until its deadline).
+  const starting = new AbortController();
   const lead = async () => {
     if (elector) {
       await elector.acquire();
@@ -43,8 +45,9 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
       });
     }
     try {
-      operator = await startOperator(config, log, metrics);
+      operator = await startOperator(config, log, metrics, starting.signal);
     } catch (error) {
+      if (starting.signal.aborted) return log.info("stopped while starting; releasing the lease");
       // Holding the lease while reconciling nothing would stop every replica: hand it over and
       // exit, so that another replica (or this one, restarted) takes over.
       log.error("the operator could not start; releasing the lease and exiting", { error: briefError(error) });
@@ -58,6 +61,7 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
   return {
     server,
     async stop() {
+      starting.abort();
       elector?.stop();
       await leading.catch(() => undefined);
       if (operator && (await withinDeadline(operator.stop(), config.shutdownGraceMs)) === timedOut) {
