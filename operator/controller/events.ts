@@ -3,7 +3,7 @@
 import { hostname } from "node:os";
 import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
-import type { KubeClients } from "../kube/clients.ts";
+import { briefError, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../manager/log.ts";
 
 const repeatWindowMs = 5 * 60_000;
@@ -51,9 +51,10 @@ export class EventRecorder {
       lastTimestamp: stamp,
       count: 1,
     };
-    // Events are best effort: a lost one must never fail a reconcile.
+    // Events are best effort: a lost one must never fail a reconcile, but is said (a Role without
+    // create on events loses every one).
     this.clients.core.createNamespacedEvent({ namespace: object.metadata.namespace, body: event }).catch((error: unknown) => {
-      this.log.debug("could not record an event", { reason, error: String(error) });
+      this.log.warn("could not record an event", { object: `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`, type, reason, error: briefError(error) });
     });
   }
 }

@@ -1,6 +1,8 @@
 // The work queue, after client-go's workqueue: one item per key however many events arrive, never
 // two workers on one key, at most `concurrency` keys at once, and failed keys retried after a
-// capped exponential backoff. New events for a key in backoff run it at once, as in client-go.
+// capped exponential backoff. A change to the object or to its children's spec runs a key in backoff
+// at once, as in client-go; a change only the status reports (a pod getting ready, or crashing
+// again) and the periodic resync wait for the retry, or a failing object would retry on every one.
 export interface Clock {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
@@ -46,8 +48,11 @@ export class WorkQueue {
   private readonly ready: string[] = [];
   private readonly queued = new Set<string>();
   private readonly running = new Set<string>();
-  /** Keys whose events arrived while they were running: they run again afterwards. */
-  private readonly dirty = new Set<string>();
+  /**
+   * Keys whose events arrived while they were running: they run again afterwards, at once for a
+   * change (`add`), unless a retry is due by then for a status change (`addUnlessWaiting`).
+   */
+  private readonly dirty = new Map<string, "change" | "status">();
   private readonly failures = new Map<string, number>();
   private readonly timers = new Map<string, unknown>();
   private idleWaiters: (() => void)[] = [];
@@ -81,10 +86,11 @@ export class WorkQueue {
     return this.running.size;
   }
 
+  /** A change to act on: runs `key` soon, cutting short any backoff (the change may be its fix). */
   add(key: string): void {
     if (this.stopped) return;
     if (this.running.has(key)) {
-      this.dirty.add(key);
+      this.dirty.set(key, "change");
       return;
     }
     if (this.queued.has(key)) return;
@@ -94,18 +100,30 @@ export class WorkQueue {
   }
 
   /**
+   * Something worth a run that does not change what a retry would do (a child's status): runs
+   * `key` unless it waits for a retry, which then sees the change too.
+   */
+  addUnlessWaiting(key: string): void {
+    if (this.stopped) return;
+    if (this.running.has(key)) {
+      if (!this.dirty.has(key)) this.dirty.set(key, "status");
+      return;
+    }
+    if (!this.timers.has(key)) this.add(key);
+  }
+
+  /**
    * The periodic resync: adds every key but those waiting for a retry. An event cuts a backoff
    * short (something changed); a timer must not, or a failing object would retry every period.
    */
   resync(keys: Iterable<string>): void {
-    for (const key of keys) if (!this.timers.has(key)) this.add(key);
+    for (const key of keys) this.addUnlessWaiting(key);
   }
 
   /** Adds `key` once `ms` have passed; an earlier add of the same key wins. */
   addAfter(key: string, ms: number): void {
     if (this.stopped) return;
-    const existing = this.timers.get(key);
-    if (existing !== undefined) this.clock.clearTimeout(existing);
+    this.cancelTimer(key);
     this.timers.set(key, this.clock.setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
@@ -142,6 +160,8 @@ export class WorkQueue {
     while (!this.stopped && !this.paused && this.running.size < this.options.concurrency && this.ready.length > 0) {
       const key = this.ready.shift()!;
       this.queued.delete(key);
+      // This run does what a pending retry would: the retry goes, and the run's end sets the next.
+      this.cancelTimer(key);
       this.running.add(key);
       void this.process(key);
     }
@@ -163,8 +183,18 @@ export class WorkQueue {
       this.addAfter(key, delayMs);
     } finally {
       this.running.delete(key);
-      if (this.dirty.delete(key)) this.add(key);
+      const dirty = this.dirty.get(key);
+      this.dirty.delete(key);
+      if (dirty === "change") this.add(key);
+      else if (dirty === "status") this.addUnlessWaiting(key);
       this.pump();
     }
+  }
+
+  private cancelTimer(key: string): void {
+    const handle = this.timers.get(key);
+    if (handle === undefined) return;
+    this.clock.clearTimeout(handle);
+    this.timers.delete(key);
   }
 }

@@ -15,6 +15,7 @@ import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import { briefError, isNotFound, parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../manager/log.ts";
+import { namespaceTerminating } from "../kube/namespaces.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { describeChanges, describeSteps, hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
@@ -477,7 +478,6 @@ export class Reconciler {
   }
 
   private async namespaceTerminating(namespace: string): Promise<boolean> {
-    const ns = await this.deps.clients.core.readNamespace({ name: namespace }).catch(() => undefined);
-    return ns?.status?.phase === "Terminating";
+    return namespaceTerminating(this.deps.clients.core, namespace, this.deps.log);
   }
 }

@@ -1,49 +1,89 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
-// enqueue the owning object's key; the reconciler reads everything else from these caches.
-import { makeInformer, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
-import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
-import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
+// enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
+// status-only change leaves a key in backoff to its retry (child-events.ts).
+import { ListWatch, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { workloadKinds } from "../../components/kinds.ts";
+import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
+import { timedOut, withinDeadline } from "../manager/deadline.ts";
 import type { Logger } from "../manager/log.ts";
+import { childEvents, type WorkSink } from "./child-events.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
 
+/** One informer: whether its cache holds a whole list yet, and why not. */
+interface WatchState {
+  /** The resource, as logs and the sync deadline's message name it. */
+  readonly what: string;
+  readonly informer: Cached<KubernetesObject>;
+  readonly connection: BoundedWatch;
+  listed: boolean;
+  /** Resolves at the first successful list. */
+  readonly synced: Promise<void>;
+  lastError?: string;
+  restart?: NodeJS.Timeout;
+}
+
+/** Some caches did not sync in time: says which, and the last error of each. */
+export class CacheSyncTimeout extends Error {
+  constructor(unsynced: readonly WatchState[], deadlineMs: number) {
+    const each = unsynced.map((watch) => `${watch.what}${watch.lastError ? ` (${watch.lastError})` : ""}`);
+    super(`caches not synced within ${deadlineMs / 1000} s; could not list ${each.join(", ")}`);
+    this.name = "CacheSyncTimeout";
+  }
+}
+
 const restartDelayMs = 3_000;
+/** How long past the watch's timeout its end may take to arrive before the connection is taken for dead. */
+const maxWatchGraceMs = 15_000;
 const managedSelector = `${managedByLabel}=${managedBy}`;
+
+/** `work`, or the signal's reason once it aborts. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 function path(base: string, resource: string, namespace: string | undefined): string {
   return namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
 }
 
 export class Watcher {
-  private readonly informers: Cached<KubernetesObject>[] = [];
+  private readonly watches: WatchState[] = [];
   private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
   private readonly deployments: Cached<V1Deployment>[] = [];
   private readonly pods: Cached<V1Pod>[] = [];
   private readonly services: Cached<V1Service>[] = [];
-  /** One per informer: resolves at its first successful list. */
-  private readonly listed: Promise<void>[] = [];
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   private stopped = false;
 
   private readonly clients: KubeClients;
   private readonly namespaces: Namespaces;
-  private readonly enqueue: (key: string) => void;
+  private readonly queue: WorkSink;
   private readonly log: Logger;
+  private readonly watchTimeoutMs: number;
 
+  /** `watchTimeoutMs`: how long the API server keeps one watch open (see kube/bounded-watch.ts). */
   constructor(
     clients: KubeClients,
     namespaces: Namespaces,
-    enqueue: (key: string) => void,
+    queue: WorkSink,
     log: Logger,
+    watchTimeoutMs: number,
   ) {
     this.clients = clients;
     this.namespaces = namespaces;
-    this.enqueue = enqueue;
+    this.queue = queue;
     this.log = log;
+    this.watchTimeoutMs = watchTimeoutMs;
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
       for (const kind of workloadKinds) {
@@ -51,11 +91,11 @@ export class Watcher {
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
       this.deployments.push(this.childInformer<V1Deployment>(path("/apis/apps/v1", "deployments", ns), () =>
-        ns ? clients.apps.listNamespacedDeployment({ namespace: ns, labelSelector: managedSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector: managedSelector })));
+        ns ? clients.apps.listNamespacedDeployment({ namespace: ns, labelSelector: managedSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector: managedSelector }), false));
       this.services.push(this.childInformer<V1Service>(path("/api/v1", "services", ns), () =>
-        ns ? clients.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector: managedSelector })));
+        ns ? clients.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector: managedSelector }), false));
       this.pods.push(this.childInformer<V1Pod>(path("/api/v1", "pods", ns), () =>
-        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector })));
+        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), true));
     }
   }
 
@@ -70,71 +110,97 @@ export class Watcher {
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = makeInformer<Workload>(this.clients.config, path(`/apis/${group}/${version}`, plural, ns), this.tracked(list));
+    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, path(`/apis/${group}/${version}`, plural, ns), list);
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
       const fingerprint = JSON.stringify([object.metadata.generation, object.metadata.deletionTimestamp, object.metadata.finalizers, object.metadata.annotations]);
       if (this.seen.get(object.metadata.uid) === fingerprint) return;
       this.seen.set(object.metadata.uid, fingerprint);
-      this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
+      this.queue.add(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
     };
-    this.register(informer, onEvent, `${plural}${ns ? ` in ${ns}` : ""}`);
+    informer.on("add", onEvent);
+    informer.on("update", onEvent);
+    informer.on("delete", onEvent);
     informer.on("delete", (object: Workload) => this.seen.delete(object.metadata.uid));
     return informer;
   }
 
-  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>): Cached<T> {
-    const informer = makeInformer<T>(this.clients.config, resourcePath, this.tracked(list) as never, managedSelector);
-    const onEvent = (object: T) => {
-      const labels = object.metadata?.labels ?? {};
-      const kind = labels[kindLabel];
-      const name = labels[instanceLabel];
-      if (isWorkloadKind(kind) && name && object.metadata?.namespace) this.enqueue(keyString({ kind, namespace: object.metadata.namespace, name }));
-    };
-    return this.register(informer, onEvent, resourcePath);
-  }
-
-  private register<T extends KubernetesObject>(informer: Cached<T>, onEvent: (object: T) => void, what: string): Cached<T> {
-    informer.on("add", onEvent);
-    informer.on("update", onEvent);
-    informer.on("delete", onEvent);
-    // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
-    informer.on("error", (error: unknown) => {
-      if (this.stopped) return;
-      this.log.warn("watch failed; restarting", { watch: what, error: briefError(error), retryInMs: restartDelayMs });
-      setTimeout(() => void informer.start().catch(() => undefined), restartDelayMs);
-    });
-    this.informers.push(informer);
+  /** `statusOnly`: a kind read only for the status, whose events never cut a backoff short. */
+  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, statusOnly: boolean): Cached<T> {
+    const informer = this.informer<T>(resourcePath, resourcePath, list, managedSelector);
+    const handler = childEvents(this.queue, statusOnly);
+    for (const type of ["add", "update", "delete"] as const) informer.on(type, handler(type));
     return informer;
   }
 
-  /** `list`, noting its first success: from then on the informer's cache holds the whole list. */
-  private tracked<L>(list: () => Promise<L>): () => Promise<L> {
-    let markListed!: () => void;
-    this.listed.push(new Promise((resolve) => (markListed = resolve)));
-    return async () => {
+  /** An informer on `resourcePath`, restarted whenever it fails, whose first list `start` waits for. */
+  private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, labelSelector?: string): Cached<T> {
+    let markSynced!: () => void;
+    const synced = new Promise<void>((resolve) => (markSynced = resolve));
+    const tracked = async () => {
       const result = await list();
       // The informer fills its cache from the result once this returns: count it as listed after
       // that, not before.
-      setImmediate(markListed);
+      setImmediate(() => {
+        watch.listed = true;
+        markSynced();
+      });
       return result;
     };
+    const connection = new BoundedWatch(this.clients.config, { timeoutMs: this.watchTimeoutMs, graceMs: Math.min(maxWatchGraceMs, this.watchTimeoutMs) });
+    const informer: Cached<T> = new ListWatch<T>(resourcePath, connection, tracked as never, false, labelSelector);
+    const watch: WatchState = { what, informer, connection, listed: false, synced };
+    this.watches.push(watch);
+    // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
+    informer.on("error", (error: unknown) => {
+      watch.lastError = briefError(error);
+      if (this.stopped) return;
+      this.log.warn("watch failed; restarting", { watch: what, error: watch.lastError, retryInMs: restartDelayMs });
+      this.restartLater(watch);
+    });
+    return informer;
+  }
+
+  /** Starts `watch`'s informer; a start that fails outright (no list, no watch) is retried too. */
+  private run(watch: WatchState): void {
+    watch.informer.start().catch((error: unknown) => {
+      watch.lastError = briefError(error);
+      if (this.stopped) return;
+      this.log.warn("watch could not start; retrying", { watch: watch.what, error: watch.lastError, retryInMs: restartDelayMs });
+      this.restartLater(watch);
+    });
+  }
+
+  private restartLater(watch: WatchState): void {
+    clearTimeout(watch.restart);
+    watch.restart = setTimeout(() => {
+      if (!this.stopped) this.run(watch);
+    }, restartDelayMs);
   }
 
   /**
    * Starts every informer; resolves once each has listed (the caches are synced). An informer
    * whose list fails is restarted by its error handler, so this waits for it rather than letting
-   * the reconciler read a cache that lacks objects which exist.
+   * the reconciler read a cache that lacks objects which exist; but no longer than `deadlineMs`
+   * (a forbidden list, a missing CRD never ends), then fails naming what did not list. `signal`
+   * (a SIGTERM) ends the wait at once. Either way the caller stops the watcher.
    */
-  async start(): Promise<void> {
-    await Promise.all(this.informers.map((informer) => informer.start()));
-    await Promise.all(this.listed);
+  async start(deadlineMs: number, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    for (const watch of this.watches) this.run(watch);
+    const synced = Promise.all(this.watches.map((watch) => watch.synced));
+    if ((await withinDeadline(abortable(synced, signal), deadlineMs)) === timedOut) {
+      throw new CacheSyncTimeout(this.watches.filter((watch) => !watch.listed), deadlineMs);
+    }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all(this.informers.map((informer) => informer.stop()));
+    for (const watch of this.watches) clearTimeout(watch.restart);
+    await Promise.all(this.watches.map((watch) => watch.informer.stop()));
+    // Including the watches still connecting, which the informers cannot abort.
+    for (const watch of this.watches) watch.connection.close();
   }
 
   workload(kind: WorkloadKind, namespace: string, name: string): Workload | undefined {

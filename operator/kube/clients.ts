@@ -109,10 +109,25 @@ export function isConflict(error: unknown): boolean {
   return code === 409 || code === 422;
 }
 
+/** The message of the Status the API server answered with (a Forbidden one quotes the user, which the patterns below cut short). */
+function statusMessage(error: unknown): string | undefined {
+  const body = typeof error === "object" && error !== null ? (error as { body?: unknown }).body : undefined;
+  let status: unknown = body;
+  if (typeof body === "string") {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  const message = typeof status === "object" && status !== null ? (status as { message?: unknown }).message : undefined;
+  return typeof message === "string" && message ? message : undefined;
+}
+
 /** client-node errors carry the whole HTTP exchange; the status line and the server's reason suffice. */
 export function briefError(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   const code = /HTTP-Code: (\d+)/.exec(text)?.[1];
-  const reason = /\\"message\\":\\"([^\\]*)\\"/.exec(text)?.[1] ?? /"message":"([^"]*)"/.exec(text)?.[1];
+  const reason = statusMessage(error) ?? /\\"message\\":\\"([^\\]*)\\"/.exec(text)?.[1] ?? /"message":"([^"]*)"/.exec(text)?.[1];
   return code ? `HTTP ${code}${reason ? `: ${reason}` : ""}` : text.split("\n")[0]!;
 }

@@ -25,7 +25,8 @@ export interface RunningOperator {
   abort(): Promise<void>;
 }
 
-export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics): Promise<RunningOperator> {
+/** `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running. */
+export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   // Leading already: a state folder that does not answer must not stop the lease's renewal.
@@ -53,14 +54,25 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
     maxDelayMs: config.maxRetryMs,
     paused: true,
   });
-  const watcher = new Watcher(clients, config.namespaces, (key) => queue.add(key), log);
+  const watcher = new Watcher(clients, config.namespaces, queue, log, config.watchTimeoutMs);
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"), io);
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();
   // Both before the queue runs anything: the warm-up may make the template new stacks use.
-  await Promise.all([driver.warmUp(), watcher.start()]);
+  const warmUp = driver.warmUp();
+  try {
+    await watcher.start(config.cacheSyncTimeoutMs, signal);
+  } catch (error) {
+    // Given up (the caches did not sync in time, or a signal came first): nothing of this replica
+    // may go on once it hands the lease over, neither a watch nor an engine.
+    await watcher.stop();
+    await driver.killAll();
+    await warmUp;
+    throw error;
+  }
+  await warmUp;
   queue.start();
   // The queue coalesces (an object still queued or running is not checked twice) and leaves
   // failing objects to their backoff.

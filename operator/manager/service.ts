@@ -37,6 +37,8 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
   const address = server.address();
   log.info("serving /healthz, /readyz and /metrics", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
 
+  // A stop while the operator starts ends the start (its cache sync may take until its deadline).
+  const starting = new AbortController();
   const lead = async () => {
     if (elector) {
       await elector.acquire();
@@ -50,8 +52,9 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
       });
     }
     try {
-      operator = await startOperator(config, log, metrics);
+      operator = await startOperator(config, log, metrics, starting.signal);
     } catch (error) {
+      if (starting.signal.aborted) return log.info("stopped while starting; releasing the lease");
       // Holding the lease while reconciling nothing would stop every replica: hand it over and
       // exit, so that another replica (or this one, restarted) takes over.
       log.error("the operator could not start; releasing the lease and exiting", { error: briefError(error) });
@@ -65,6 +68,7 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
   return {
     server,
     async stop() {
+      starting.abort();
       // A standby stops contending; a leader goes on renewing its lease until every engine of it is
       // gone and the last status is written, and hands it over only then: a lease left to expire
       // meanwhile (15 s, against a grace of 60) would let a standby lead beside this replica's

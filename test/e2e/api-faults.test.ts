@@ -6,15 +6,18 @@
 // - the leader's API resets for less than the renew deadline: it keeps leading, and a change
 //   made meanwhile is applied once its watches reconnect;
 // - the leader's API stalls past the renew deadline: it gives up and exits, the standby takes over,
-//   and a change made during the stall is applied by the new leader.
+//   and a change made during the stall is applied by the new leader;
+// - the leader's watch connections left half-open (open, silent): a child's change made meanwhile
+//   still reaches it once the watch's own deadline closes them.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { FaultProxy, kubeconfigThrough } from "../helpers/fault-proxy.ts";
-import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, firstPassDone, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const namespace = "default";
 const scratch = mkdtempSync(join(tmpdir(), "appstack-api-faults-"));
@@ -27,10 +30,10 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 type Replica = (typeof replicas)[number];
 
-async function startReplica(name: string, stateDir?: string): Promise<Replica> {
+async function startReplica(name: string, stateDir?: string, env?: Record<string, string>): Promise<Replica> {
   const { kubeconfig, server } = cluster().cluster;
   const proxy = await FaultProxy.start({ host: "127.0.0.1", port: Number(new URL(server).port) });
-  const operator = await startOperatorProcess(kubeconfigThrough(kubeconfig, server, proxy, join(scratch, `${name}.kubeconfig`)), { stateDir });
+  const operator = await startOperatorProcess(kubeconfigThrough(kubeconfig, server, proxy, join(scratch, `${name}.kubeconfig`)), { stateDir, ...(env ? { env } : {}) });
   const replica = { operator, proxy, name };
   replicas.push(replica);
   return replica;
@@ -112,4 +115,37 @@ test("API faults under the standby and under the leader: failover still happens,
 
   await standby.operator.stop();
   assert.deepEqual(lockFiles(standby.operator.stateDir), []);
+});
+
+test("watch connections left half-open: a child's change made meanwhile still reaches the operator within the watch's deadline", { timeout: 5 * 60_000 }, async () => {
+  const { core, apps } = cluster();
+  // A namespace and a lease of its own: nothing of the test above can take part.
+  const ns = "half-open";
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  const watchTimeoutSeconds = 2;
+  const replica = await startReplica("half-open", undefined, { APPSTACK_NAMESPACES: ns, APPSTACK_LEASE_NAME: "half-open", APPSTACK_WATCH_TIMEOUT_SECONDS: String(watchTimeoutSeconds) });
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  await workloads.create({ kind: "App", metadata: { name: "watched", namespace: ns }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+  await workloads.ready("App", ns, "watched");
+  // Nothing queued or running: the connections open now are the watches (and at most a lease call).
+  await firstPassDone(replica.operator, 1);
+
+  replica.proxy.set("half-open");
+  const changedAt = Date.now();
+  await apps.patchNamespacedDeploymentScale({ name: "watched", namespace: ns, body: { spec: { replicas: 3 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  // Only through a new watch can the operator learn of the scale (its resync is 10 minutes away):
+  // repaired, and the App Ready for it.
+  await eventually("the scale to be repaired", async () => {
+    const deployment = await apps.readNamespacedDeployment({ name: "watched", namespace: ns });
+    if (deployment.spec?.replicas !== 1) return undefined;
+    const object = await workloads.get("App", ns, "watched");
+    const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    return ready && object.status?.observedGeneration === object.metadata.generation ? true : undefined;
+  }, 60_000);
+  const repairedAfter = (Date.now() - changedAt) / 1000;
+  console.error(`half-open watches (timeout ${watchTimeoutSeconds} s): a Deployment scaled by hand was repaired ${repairedAfter.toFixed(1)} s later`);
+  const expired = readFileSync(replica.operator.logFile, "utf8").split("\n").filter((line) => line.includes('"watch failed; restarting"') && line.includes("taken for dead"));
+  assert.ok(expired.length > 0, "no watch was taken for dead");
+  replica.proxy.set("none");
+  await replica.operator.stop();
 });

@@ -1,13 +1,14 @@
 // The operator as an automation service: health and metrics endpoints, and leader election
 // between two replicas sharing one backend. Only the leader reconciles; when it dies, the
 // standby takes over; a graceful stop hands the lease over at once, and only once its last
-// operation is over.
+// operation is over. A leader whose caches cannot sync gives the lease up and exits, or stops at
+// once on SIGTERM.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
-import { CoordinationV1Api } from "@kubernetes/client-node";
+import { after, test } from "node:test";
+import { CoordinationV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { defaultLeaseTiming } from "../../operator/manager/leader.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
@@ -19,6 +20,8 @@ const replicas: OperatorProcess[] = [];
 const cluster = useCluster(undefined, async () => {
   for (const replica of replicas) await disposeOperator(replica);
 });
+const scratch = mkdtempSync(join(tmpdir(), "appstack-service-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
 
 test("one of two replicas leads and reconciles; the other takes over when it dies", async () => {
   const kubeconfig = cluster().cluster.kubeconfig;
@@ -68,9 +71,16 @@ test("one of two replicas leads and reconciles; the other takes over when it die
   assert.equal(released.spec?.holderIdentity, undefined);
 });
 
+type LogLine = { time: string; msg?: string; error?: string; watch?: string; [field: string]: unknown };
+
+/** An operator's JSON log, line by line. */
+function logLines(operator: OperatorProcess): LogLine[] {
+  return readFileSync(operator.logFile, "utf8").split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as LogLine);
+}
+
 /** The lines of an operator's JSON log whose message is `msg`. */
-function logged(replica: OperatorProcess, msg: string): Array<{ time: string; msg: string; [field: string]: unknown }> {
-  return readFileSync(replica.logFile, "utf8").split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { time: string; msg: string }).filter((line) => line.msg === msg);
+function logged(replica: OperatorProcess, msg: string): LogLine[] {
+  return logLines(replica).filter((line) => line.msg === msg);
 }
 
 test("a leader stopped mid-operation renews its lease until the operation is over, and only then hands it over", async () => {
@@ -137,4 +147,71 @@ test("a replica starting in a pod breaks the stack locks naming that pod, an ear
   await eventually("the earlier container's lock to be broken", async () => (lockFiles(stateDir).length === 0 ? true : undefined));
   assert.equal(logged(restarted, "breaking a stack lock of an earlier container of this pod's name").length, 1);
   await eventually("the restarted replica to be ready", async () => ((await get(restarted.healthPort, "/readyz")).status === 200 ? true : undefined));
+});
+
+/**
+ * A kubeconfig of a ServiceAccount that may do what the operator does (leases in default, get, list
+ * and watch on its kinds, Deployments and Services) but list no Pods.
+ */
+async function kubeconfigWithoutPods(): Promise<string> {
+  const { cluster: local, core } = cluster();
+  const admin = loadKubeConfig(local.kubeconfig);
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const name = "appstack-no-pods";
+  const subjects = [{ kind: "ServiceAccount", name, namespace: "default" }];
+  const observe = ["get", "list", "watch"];
+  await core.createNamespacedServiceAccount({ namespace: "default", body: { metadata: { name } } });
+  await rbac.createClusterRole({ body: { metadata: { name }, rules: [
+    { apiGroups: ["appstack.dev"], resources: ["apps", "memcacheds"], verbs: observe },
+    { apiGroups: ["apps"], resources: ["deployments"], verbs: observe },
+    { apiGroups: [""], resources: ["services"], verbs: observe },
+  ] } });
+  await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects } });
+  await rbac.createNamespacedRole({ namespace: "default", body: { metadata: { name }, rules: [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }] } });
+  await rbac.createNamespacedRoleBinding({ namespace: "default", body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects } });
+  const token = await core.createNamespacedServiceAccountToken({ name, namespace: "default", body: { spec: { expirationSeconds: 3600, audiences: [] } } });
+  const server = admin.getCurrentCluster()!;
+  const config = new KubeConfig();
+  config.loadFromOptions({ clusters: [server], users: [{ name, token: token.status?.token }], contexts: [{ name, cluster: server.name, user: name }], currentContext: name });
+  const file = join(scratch, `${name}.kubeconfig`);
+  writeFileSync(file, config.exportConfig(), { mode: 0o600 });
+  return file;
+}
+
+
+test("a leader whose caches cannot sync releases the lease and exits naming what it could not list; a SIGTERM during the sync stops it at once", async () => {
+  const kubeconfig = await kubeconfigWithoutPods();
+  const leases = loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api);
+  const lease = "sync-deadline";
+  const holder = async () => (await leases.readNamespacedLease({ name: lease, namespace: "default" })).spec?.holderIdentity;
+
+  // Past the sync deadline: the lease is released, the process exits 1 and says why.
+  const startedAt = Date.now();
+  const gaveUp = await startOperatorProcess(kubeconfig, { installApi: false, env: { APPSTACK_LEASE_NAME: lease, APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS: "3", POD_NAME: "gives-up" } });
+  replicas.push(gaveUp);
+  await eventually("the operator to give up and exit", async () => (gaveUp.child.exitCode !== null ? true : undefined), 60_000);
+  console.error(`sync deadline of 3 s: the operator exited ${((Date.now() - startedAt) / 1000).toFixed(1)} s after it was started`);
+  assert.equal(gaveUp.child.exitCode, 1);
+  const failure = logLines(gaveUp).find((line) => line.msg === "the operator could not start; releasing the lease and exiting");
+  assert.match(failure?.error ?? "", /caches not synced within 3 s; could not list .*\/api\/v1\/pods \(HTTP 403: pods is forbidden: User "system:serviceaccount:default:appstack-no-pods" cannot list/);
+  assert.doesNotMatch(failure?.error ?? "", /deployments|services/);
+  assert.ok(logLines(gaveUp).some((line) => line.msg === "released the lease"));
+  assert.equal(await holder(), undefined);
+
+  // A SIGTERM while the caches sync (the default deadline, 2 minutes): it stops at once, and
+  // hands the lease over.
+  const stopped = await startOperatorProcess(kubeconfig, { installApi: false, env: { APPSTACK_LEASE_NAME: lease, POD_NAME: "stops" } });
+  replicas.push(stopped);
+  await eventually("the operator to lead and fail to list pods", async () => {
+    const failing = logLines(stopped).some((line) => line.msg === "watch failed; restarting" && line.watch === "/api/v1/pods");
+    return failing && (await holder())?.startsWith("stops_") ? true : undefined;
+  });
+  assert.equal((await get(stopped.healthPort, "/readyz")).status, 503);
+  const signalledAt = Date.now();
+  await stopped.stop("SIGTERM");
+  const stopSeconds = (Date.now() - signalledAt) / 1000;
+  console.error(`SIGTERM during the cache sync: the operator exited ${stopSeconds.toFixed(1)} s later`);
+  assert.equal(stopped.child.exitCode, 0);
+  assert.ok(stopSeconds < 10, `the operator took ${stopSeconds.toFixed(1)} s to stop`);
+  assert.equal(await holder(), undefined);
 });

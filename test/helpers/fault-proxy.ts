@@ -1,12 +1,14 @@
 // A loopback TCP proxy in front of the API server that injects faults into one replica's
 // connections: "reset" closes every connection and refuses new ones at once (an API server that
 // restarts, a dropped link); "stall" stops forwarding in both directions and holds new connections
-// unanswered (a hung API server, a partition without resets). TLS passes through untouched: the
-// proxy listens on 127.0.0.1, which the API server's certificate names.
+// unanswered (a hung API server, a partition without resets); "half-open" stops forwarding on the
+// connections open now, which stay open, while new ones work (a peer gone without a reset, a NAT
+// that forgot the connection: only a long-lived connection, a watch, notices). TLS passes through
+// untouched: the proxy listens on 127.0.0.1, which the API server's certificate names.
 import { readFileSync, writeFileSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 
-export type Fault = "none" | "reset" | "stall";
+export type Fault = "none" | "reset" | "stall" | "half-open";
 
 interface Pair {
   readonly client: Socket;
@@ -68,7 +70,7 @@ export class FaultProxy {
     this.fault = fault;
     for (const pair of this.pairs) {
       if (fault === "reset") pair.client.resetAndDestroy();
-      if (fault === "stall") {
+      if (fault === "stall" || fault === "half-open") {
         pair.client.pause();
         pair.upstream?.pause();
       }

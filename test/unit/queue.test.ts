@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
+import { childEvents } from "../../operator/controller/child-events.ts";
 import { WorkQueue, type Clock } from "../../operator/controller/queue.ts";
 
 /** A clock that moves only when the test says so. */
@@ -174,4 +177,111 @@ test("a resync adds every key but those waiting for a retry: only an event cuts 
   queue.add("failing");
   await queue.idle();
   assert.deepEqual(runs, ["failing", "settled", "failing"]);
+});
+
+test("a status change leaves a key in backoff to its retry; a change runs it at once", async () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    if (++runs <= 2) throw new Error("up fails");
+  }, { ...options, clock });
+  queue.add("k");
+  await queue.idle();
+  assert.deepEqual(clock.pendingDelays(), [1000]);
+  queue.addUnlessWaiting("k");
+  queue.addUnlessWaiting("k");
+  await queue.idle();
+  assert.equal(runs, 1, "a status change ran a key in backoff");
+  clock.advance(1000);
+  await queue.idle();
+  assert.equal(runs, 2, "the retry runs when its backoff ends");
+  assert.deepEqual(clock.pendingDelays(), [2000]);
+  queue.add("k");
+  await queue.idle();
+  assert.equal(runs, 3, "a change cuts the backoff short");
+});
+
+test("a status change during a failing run waits for the backoff that run ends in", async () => {
+  const clock = new FakeClock();
+  const gate = deferred();
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    runs++;
+    await gate.promise;
+    throw new Error("up fails");
+  }, { ...options, clock });
+  queue.add("k");
+  await Promise.resolve();
+  queue.addUnlessWaiting("k");
+  gate.resolve();
+  await queue.idle();
+  assert.equal(runs, 1);
+  assert.deepEqual(clock.pendingDelays(), [1000]);
+});
+
+test("a status change during a run that succeeds runs the key again: the status it wrote may be old", async () => {
+  const clock = new FakeClock();
+  const gate = deferred();
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    if (++runs === 1) await gate.promise;
+  }, { ...options, clock });
+  queue.add("k");
+  await Promise.resolve();
+  queue.addUnlessWaiting("k");
+  gate.resolve();
+  await queue.idle();
+  assert.equal(runs, 2);
+});
+
+test("a run replaces a pending retry: once a change has fixed a key in backoff, status changes run it again", async () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    if (++runs === 1) throw new Error("up fails");
+  }, { ...options, clock });
+  queue.add("k");
+  await queue.idle();
+  assert.deepEqual(clock.pendingDelays(), [1000]);
+  queue.add("k");
+  await queue.idle();
+  assert.equal(runs, 2);
+  assert.deepEqual(clock.pendingDelays(), [], "the retry of a failure a later run succeeded stays pending");
+  queue.addUnlessWaiting("k");
+  await queue.idle();
+  assert.equal(runs, 3);
+});
+
+test("through the watch's handlers: a child's status-only update waits for the backoff, its spec change or deletion does not", async () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    runs++;
+    throw new Error("up fails");
+  }, { ...options, clock });
+  const deployments = childEvents(queue, false);
+  const pods = childEvents(queue, true);
+  const labels = { [managedByLabel]: managedBy, [kindLabel]: "App", [instanceLabel]: "web" };
+  const deployment = (resourceVersion: string, replicas: number, readyReplicas: number) =>
+    ({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web", namespace: "default", uid: "d-1", resourceVersion, labels }, spec: { replicas }, status: { readyReplicas } }) as KubernetesObject;
+  const pod = (resourceVersion: string, restartCount: number) =>
+    ({ apiVersion: "v1", kind: "Pod", metadata: { name: "web-1", namespace: "default", uid: "p-1", resourceVersion, labels }, status: { containerStatuses: [{ restartCount }] } }) as KubernetesObject;
+  deployments("add")(deployment("1", 2, 0));
+  await queue.idle();
+  assert.equal(runs, 1);
+  assert.deepEqual(clock.pendingDelays(), [1000]);
+  deployments("update")(deployment("2", 2, 1));
+  pods("update")(pod("3", 1));
+  pods("update")(pod("4", 2));
+  await queue.idle();
+  assert.equal(runs, 1, "a status-only event ran a key in backoff");
+  clock.advance(1000);
+  await queue.idle();
+  assert.equal(runs, 2, "the retry runs when its backoff ends");
+  deployments("update")(deployment("5", 5, 1));
+  await queue.idle();
+  assert.equal(runs, 3, "a spec change of a child (drift) runs it at once");
+  deployments("delete")(deployment("6", 5, 1));
+  await queue.idle();
+  assert.equal(runs, 4, "a deleted child runs it at once");
 });
