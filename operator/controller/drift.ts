@@ -20,6 +20,14 @@ export type Decision =
   /** Drift: the live children differ from what was applied. */
   | { action: "repair"; reason: string };
 
+/** A decision that runs Pulumi. */
+export type Pending = Exclude<Decision, { action: "none" }>;
+
+/** Whether the engine refreshes its record of the cluster first: always before a repair. */
+export function refreshes(decision: Pending): boolean {
+  return decision.action === "repair" || decision.refresh;
+}
+
 export function encodeApplied(applied: Applied): string {
   return `v=${applied.programVersion};g=${applied.generation}`;
 }

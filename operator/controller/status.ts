@@ -90,6 +90,11 @@ export function computeStatus(input: StatusInput, now = new Date()): MemcachedSt
   return status;
 }
 
+/** The stack report on the object, or, before the first, one that names its stack. */
+export function stackStatusOf(object: Workload, stack: string): StackStatus {
+  return object.status?.stack ?? { name: stack };
+}
+
 /** JSON with sorted keys: the API server does not keep our key order. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;

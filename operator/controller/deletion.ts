@@ -1,0 +1,77 @@
+// An object being deleted: its stack destroyed (the children with it), then its finalizer removed.
+// In a namespace that is terminating, a destroy that keeps failing gives way to forgetting the
+// stack: the namespace takes the children with it, and a stuck finalizer would hold it forever.
+import type { Workload } from "../../crds/types.ts";
+import type { Children } from "./children.ts";
+import { ReportedFailure } from "./errors.ts";
+import type { EventRecorder } from "./events.ts";
+import { hasFinalizer, removeFinalizer } from "./finalizer.ts";
+import type { Ownership } from "./ownership.ts";
+import { retrying, withOperationOf, type Reporter } from "./reporting.ts";
+import type { KubeClients } from "../kube/clients.ts";
+import type { Logger } from "../manager/log.ts";
+import type { PlanStore } from "../pulumi/plans.ts";
+import { describeChanges } from "../pulumi/preview-steps.ts";
+import type { Backoff, HandlerResult } from "./queue.ts";
+import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
+import type { StackDriver } from "../pulumi/stacks.ts";
+import { stackStatusOf } from "./status.ts";
+import { namespaceTerminating } from "../kube/namespaces.ts";
+
+/** Destroy attempts in a terminating namespace before the stack is forgotten instead. */
+const terminatingNamespaceAttempts = 3;
+
+export interface DeletionDeps {
+  readonly clients: KubeClients;
+  readonly driver: StackDriver;
+  readonly plans: PlanStore;
+  readonly events: EventRecorder;
+  readonly backoff: (key: string) => Backoff;
+  readonly children: Children;
+  readonly ownership: Ownership;
+  readonly reporter: Reporter;
+}
+
+export class Deletion {
+  private readonly deps: DeletionDeps;
+
+  constructor(deps: DeletionDeps) {
+    this.deps = deps;
+  }
+
+  async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
+    if (!hasFinalizer(object)) return;
+    const observed = await this.deps.children.observe(object);
+    await this.deps.reporter.report(object, observed.deployment, { kind: "deleting", message: "destroying the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
+    const started = Date.now();
+    let forgotten = false;
+    try {
+      await this.deps.ownership.dropForeign(object, stack, log);
+      const operation = await this.deps.driver.destroy(stack);
+      log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
+      this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
+    } catch (error) {
+      const previous = stackStatusOf(object, stack);
+      if (error instanceof StackBusy) return this.deps.reporter.locked(object, observed.deployment, previous, error, log);
+      if (error instanceof OperationInterrupted) throw error; // still Deleting: the next leader destroys it
+      const message = error instanceof Error ? error.message : String(error);
+      const { attempt, delayMs } = this.deps.backoff(key);
+      if (attempt < terminatingNamespaceAttempts || !(await namespaceTerminating(this.deps.clients.core, object.metadata.namespace, log))) {
+        log.error("pulumi destroy failed", { operation: "destroy", attempt, retryInMs: delayMs, error: message });
+        this.deps.events.record(object, "Warning", "DestroyFailed", message);
+        // Stalled until the next attempt, not Deleting for ever: the engine's words say what to fix.
+        await this.deps.reporter.report(object, observed.deployment, { kind: "stalled", reason: "DestroyFailed", message }, retrying(withOperationOf(previous, error), attempt, delayMs)).catch(() => undefined);
+        throw new ReportedFailure("DestroyFailed", message);
+      }
+      // The namespace takes the children with it; a stuck finalizer would hold it forever.
+      log.warn("namespace is terminating; forgetting the stack instead of destroying it", { error: message });
+      this.deps.events.record(object, "Warning", "StackForgotten", `destroy failed ${attempt} times while the namespace is terminating; the stack state was removed and the namespace deletion removes the children`);
+      await this.deps.driver.forget(stack);
+      forgotten = true;
+    }
+    await this.deps.plans.discard(stack);
+    await removeFinalizer(this.deps.clients, object);
+    this.deps.reporter.forgetWritten(object.metadata.uid);
+    return forgotten ? { outcome: "forgotten" } : undefined;
+  }
+}

@@ -1,0 +1,161 @@
+// What a reconcile says on the object: its status (phase, live children, stack report) written
+// through the status subresource, and the failures as conditions and Warning Events, each with
+// when the next attempt comes. It keeps the last status it wrote per object, which is fresher than
+// the watch cache right after a write.
+import type { V1Deployment } from "@kubernetes/client-node";
+import { podSelector } from "../../components/kinds.ts";
+import { selectorString } from "../../components/metadata.ts";
+import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../../crds/types.ts";
+import type { Children, Observed } from "./children.ts";
+import type { Phase } from "./conditions.ts";
+import { describeDrift } from "./drift.ts";
+import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
+import type { EventRecorder } from "./events.ts";
+import { briefError, isNotFound, parseKey, type KubeClients } from "../kube/clients.ts";
+import type { Logger } from "../manager/log.ts";
+import type { Backoff, HandlerResult } from "./queue.ts";
+import { stackName } from "../pulumi/stack-names.ts";
+import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
+import { computeStatus, rolloutPhase, stackStatusOf, withScheduling, writeStatus } from "./status.ts";
+import type { Watcher } from "./watch.ts";
+
+export const busyRetryMs = 5_000;
+
+/** The stack report of a failed attempt: how many in a row, and when the next one comes. */
+export function retrying(stack: StackStatus, attempt: number, delayMs: number): StackStatus {
+  return { ...stack, attempts: attempt, nextRetryTime: new Date(Date.now() + delayMs).toISOString() };
+}
+
+/** The stack report with the failed operation an error carries, if it carries one. */
+export function withOperationOf(stack: StackStatus, error: unknown): StackStatus {
+  return error instanceof StackOperationFailed ? { ...stack, lastOperation: error.operation } : stack;
+}
+
+function conflictMessage(object: Workload, observed: Observed): string {
+  const taken = observed.conflicts.map((c) => `${c.child.kind} ${object.metadata.namespace}/${c.child.name} (${c.state === "foreign" && c.controller ? `controlled by ${c.controller}` : "not created by appstack"})`);
+  return `${taken.join(" and ")} already exists and was not created for this ${object.kind}; appstack neither changes nor deletes it. Delete or rename it, or give this ${object.kind} another name`;
+}
+
+export interface ReporterDeps {
+  readonly clients: KubeClients;
+  readonly watcher: Watcher;
+  readonly children: Children;
+  readonly events: EventRecorder;
+  readonly log: Logger;
+  readonly backoff: (key: string) => Backoff;
+}
+
+export class Reporter {
+  /** The last status written per object: fresher than the watch cache right after a write. */
+  private readonly written = new Map<string, MemcachedStatus>();
+
+  private readonly deps: ReporterDeps;
+
+  constructor(deps: ReporterDeps) {
+    this.deps = deps;
+  }
+
+  /** The status last written for the object of this uid, if any. */
+  lastWritten(uid: string): MemcachedStatus | undefined {
+    return this.written.get(uid);
+  }
+
+  /** Forgets what was written for an object whose finalizer is gone. */
+  forgetWritten(uid: string): void {
+    this.written.delete(uid);
+  }
+
+  /**
+   * After an `up`: the children as the API server has them now. A change made while or right after
+   * the engine wrote them is drift, never taken for what was applied: it is repaired next.
+   */
+  async settle(object: Workload, stack: string, key: string, stackStatus: StackStatus, log: Logger): Promise<HandlerResult> {
+    const observed = await this.deps.children.observe(object, true);
+    if (observed.conflicts.length) return this.conflict(object, stack, key, observed, log, stackStatus);
+    if (!observed.drift.length) {
+      await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatus);
+      return undefined;
+    }
+    const message = `the children changed while or after they were applied: ${describeDrift(observed.drift)}`;
+    const { delayMs } = this.deps.backoff(key);
+    log.warn("drift right after the update; repairing", { drift: observed.drift, retryInMs: delayMs });
+    await this.report(object, observed.deployment, { kind: "progressing", reason: "DriftDetected", message }, stackStatus);
+    throw new ReportedFailure("DriftDetected", message);
+  }
+
+  /**
+   * Stalled with the engine's message, a Warning Event, and when the next attempt comes; returns
+   * the error to throw. An operation this replica stopped to hand over did not fail: the status
+   * goes on saying it is being applied, for the next leader to carry on.
+   */
+  async operationFailed(object: Workload, key: string, previous: StackStatus, deployment: V1Deployment | undefined, error: unknown, started: number, log: Logger, preview?: PreviewStatus): Promise<Error> {
+    if (error instanceof OperationInterrupted) {
+      log.warn("operation stopped for the handover; the next leader carries on", { durationMs: Date.now() - started, error: error.message });
+      return error;
+    }
+    const operation = error instanceof StackOperationFailed ? error.operation : undefined;
+    const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
+    const kind = operation?.kind ?? "up";
+    const reason = error instanceof OperationTimedOut ? "OperationTimedOut" : isStateUnwritable(message) ? "StateUnwritable" : kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
+    const { attempt, delayMs } = this.deps.backoff(key);
+    log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
+    this.deps.events.record(object, "Warning", reason, message);
+    const stack = retrying(withOperationOf(previous, error), attempt, delayMs);
+    // Best effort: the retry matters more than the report of the failure.
+    await this.report(object, deployment, { kind: "stalled", reason, message }, stack, preview).catch(() => undefined);
+    return new ReportedFailure(reason, message);
+  }
+
+  /** A child of the same name is someone else's: nothing is written; retried with backoff until it is gone. */
+  async conflict(object: Workload, stack: string, key: string, observed: Observed, log: Logger, stackStatus?: StackStatus): Promise<never> {
+    const message = conflictMessage(object, observed);
+    const { attempt, delayMs } = this.deps.backoff(key);
+    log.warn("resource conflict", { conflicts: observed.conflicts.map((c) => `${c.child.kind}/${c.child.name}`), attempt, retryInMs: delayMs });
+    this.deps.events.record(object, "Warning", "ResourceConflict", message);
+    await this.report(object, undefined, { kind: "stalled", reason: "ResourceConflict", message }, retrying(stackStatus ?? stackStatusOf(object, stack), attempt, delayMs));
+    throw new ReportedFailure("ResourceConflict", message);
+  }
+
+  /** A failure nobody reported yet (an API error, a bug): logged, and shown on the object where there is one. */
+  async unexpected(key: string, error: unknown): Promise<void> {
+    const reason = errorReason(error);
+    const message = `${reason}: ${briefError(error)}`;
+    const { attempt, delayMs } = this.deps.backoff(key);
+    this.deps.log.error("reconcile failed", { object: key, reason, attempt, retryInMs: delayMs, error: briefError(error), ...(reason === "InternalError" && error instanceof Error ? { stack: error.stack } : {}) });
+    const objectKey = parseKey(key);
+    const object = this.deps.watcher.workload(objectKey.kind, objectKey.namespace, objectKey.name);
+    if (!object) return;
+    this.deps.events.record(object, "Warning", "ReconcileFailed", message);
+    const stack = retrying(stackStatusOf(object, stackName(objectKey.kind, objectKey.namespace, objectKey.name)), attempt, delayMs);
+    const deployment = (await this.deps.children.observe(object).catch(() => undefined))?.deployment;
+    await this.report(object, deployment, { kind: "stalled", reason: "ReconcileFailed", message }, stack).catch(() => undefined);
+  }
+
+  /**
+   * Another engine holds the stack's lock: one of a previous leader that may still write it (frozen,
+   * or cut off from the API server), or a person's `appstack pulumi`. Said on the object, since
+   * only the holder's end (or a person) frees it; checked again shortly.
+   */
+  async locked(object: Workload, deployment: V1Deployment | undefined, stack: StackStatus, error: StackBusy, log: Logger): Promise<HandlerResult> {
+    log.info("stack locked by another engine; retrying", { error: error.message, retryInMs: busyRetryMs });
+    this.deps.events.record(object, "Warning", "StackLocked", error.message);
+    await this.report(object, deployment, { kind: "progressing", reason: "StackLocked", message: error.message }, stack).catch(() => undefined);
+    return { outcome: "locked", requeueAfterMs: busyRetryMs };
+  }
+
+  async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, preview?: PreviewStatus): Promise<void> {
+    const selector = podSelector(object);
+    // Pods count only under the object's own Deployment: never another object's.
+    const pods = deployment ? this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp) : [];
+    const refined = withScheduling(phase, pods);
+    // Operation failures record their own Events; a rollout that cannot go on is said here.
+    if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
+    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview });
+    try {
+      if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
+    } catch (error) {
+      // The object was deleted under us: nothing left to report on.
+      if (!isNotFound(error)) throw error;
+    }
+  }
+}
