@@ -90,10 +90,13 @@ test("a hung volume takes at most two threads: past two stuck calls every call i
   const volume = ["a", "b", "c", "d", "e"].map((name) => hungFile(`volume-${name}`));
   await unanswered(io.readText(volume[0]!));
   // Two calls at once while one is stuck: the first takes its turn and hangs; the second waits
-  // for it (its deadline runs from when it was asked) and never starts, taking no thread.
-  const [second, third] = await Promise.all([unanswered(io.readText(volume[1]!)), unanswered(io.readText(volume[2]!))]);
+  // for it (its deadline runs from when it was asked) and never starts, taking no thread. Its
+  // deadline is the shorter, so that it provably ends while the first still hangs (with equal
+  // deadlines, which timer fires first is up to a busy machine).
+  const impatient = new StateIo(deadlineMs / 3, calls);
+  const [second, third] = await Promise.all([unanswered(io.readText(volume[1]!)), unanswered(impatient.readText(volume[2]!))]);
   assert.match(second.message, /did not finish within its deadline/);
-  assert.match(third.message, new RegExp(`reading ${volume[2]} waited its deadline of 0.3 s for the call before it, while reading ${volume[0]} is stuck since`));
+  assert.match(third.message, new RegExp(`reading ${volume[2]} waited its deadline of 0.1 s for the call before it, while reading ${volume[0]} is stuck since`));
   assert.equal(calls.current.length, 2);
   assert.match((await unanswered(io.readText(volume[2]!))).message, new RegExp(`2 calls are stuck, the oldest reading ${volume[0]} since .*; no state-folder call is made until one returns`));
   for (const fifo of volume.slice(3)) assert.match((await unanswered(io.readText(fifo))).message, /2 calls are stuck/);
