@@ -1,7 +1,7 @@
 // The operator process: wiring only (config, logger, service, signals), as kubebuilder's cmd/main.go.
 import "./preload.ts";
 import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
-import { createLogger } from "../manager/log.ts";
+import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags } from "./flags.ts";

@@ -11,7 +11,7 @@ import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
 import { readManifests } from "../kube/apply.ts";
 import { loadConfig, operatorOptions, type OperatorConfig, type OperatorFlags } from "../manager/config.ts";
 import { apiClient, briefError, isNotFound, keyOf, kubeClients, orUndefined, readWorkload, type KubeClients } from "../kube/clients.ts";
-import { createLogger } from "../manager/log.ts";
+import { createLogger } from "../base/log.ts";
 import { hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
 import { stackName } from "../pulumi/stack-names.ts";

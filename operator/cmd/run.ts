@@ -11,7 +11,7 @@ import { repoRoot } from "../../toolchain/tools.ts";
 import { applyObjects, installApi, readManifests } from "../kube/apply.ts";
 import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
 import { kubeClients } from "../kube/clients.ts";
-import { createLogger } from "../manager/log.ts";
+import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";

@@ -1,11 +1,11 @@
 // The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
 import { join } from "node:path";
 import { engineFolders, type OperatorConfig } from "./config.ts";
-import { redactUrl } from "./redact.ts";
+import { redactUrl } from "../base/redact.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { kubeClients, type KubeClients } from "../kube/clients.ts";
 import { peerPodCheck } from "../kube/peer-pods.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../base/log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { PlanStore } from "../pulumi/plans.ts";
 import { WorkQueue } from "../controller/queue.ts";

@@ -4,11 +4,11 @@
 import type { Server } from "node:http";
 import { hostname } from "node:os";
 import type { OperatorConfig } from "./config.ts";
-import { timedOut, withinDeadline } from "./deadline.ts";
+import { timedOut, withinDeadline } from "../base/deadline.ts";
 import { startHealthServer } from "./health.ts";
 import { briefError, kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../base/log.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
 import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";

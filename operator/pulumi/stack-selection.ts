@@ -4,7 +4,7 @@ import { LocalWorkspace, StackAlreadyExistsError, StackNotFoundError, type Pulum
 import { join } from "node:path";
 import yaml from "js-yaml";
 import type { StackOperation } from "../../crds/types.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { Checkpoints } from "./checkpoints.ts";
 import type { DeadlineRunner } from "./deadline-runner.ts";
 import { forgetPulumiCommand, workspaceOptions, type EngineSettings } from "./engine.ts";

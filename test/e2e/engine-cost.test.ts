@@ -14,7 +14,7 @@ import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { pulumiCommand } from "../../operator/pulumi/engine.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { toolPath } from "../../toolchain/tools.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { enginesOf } from "../../operator/pulumi/orphans.ts";
 import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";

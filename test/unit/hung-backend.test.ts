@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { enginesOf } from "../../operator/pulumi/orphans.ts";
 import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
 import { projectName } from "../../operator/pulumi/stack-names.ts";

@@ -13,7 +13,7 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import { engineFolders } from "../../operator/manager/config.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { secretsProviderUrl } from "../../operator/pulumi/key-service.ts";
 import { loadTemplate, stackSettingsFile } from "../../operator/pulumi/new-stacks.ts";
 import { projectName } from "../../operator/pulumi/stack-names.ts";
