@@ -20,13 +20,14 @@ import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
 import { StackDriver } from "../../operator/pulumi/stacks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { lockFiles } from "../helpers/operator.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-hung-backend-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 mkdirSync(join(dir, "backend"));
 const backendUrl = pathToFileURL(join(dir, "backend")).href;
 const meta = join(dir, "backend", ".pulumi", "meta.yaml");
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "hung-backend-test", workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(2_000)), operationTimeoutMs: 2_000 };
+const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "hung-backend-test", binaries: engineBinaries(), workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(2_000)), operationTimeoutMs: 2_000 };
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
 const program = () => Promise.resolve({ greeting: "hello" });

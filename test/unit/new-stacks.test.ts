@@ -20,7 +20,7 @@ import { projectName } from "../../operator/pulumi/stack-names.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
 import { StackDriver } from "../../operator/pulumi/stacks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { engineBinaries, repoRoot } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-new-stacks-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,7 +30,7 @@ const backendUrl = pathToFileURL(join(dir, "backend")).href;
 const folders = engineFolders(dir);
 const io = new StateIo(60_000);
 const workDir = await prepareWorkDir(folders.workDir, backendUrl, io);
-const settings = { backendUrl, pulumiHome: folders.pulumiHome, passphrase: "new-stacks-test", workDir };
+const settings = { backendUrl, pulumiHome: folders.pulumiHome, passphrase: "new-stacks-test", binaries: engineBinaries(), workDir };
 const driver = new StackDriver(settings, createLogger({ level: "warn", write: () => undefined }));
 const secretValue = "the-secret-value-4711";
 const program = () => Promise.resolve({ greeting: "hello", secret: pulumi.secret(secretValue) });
