@@ -128,3 +128,25 @@ export function toolPath(name: ToolName): string {
   if (onPath) return onPath;
   throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path})`);
 }
+
+/**
+ * The pinned binaries the Pulumi engine runs, in the shape of operator/pulumi/engine.ts's
+ * EngineBinaries: the wiring (operator/cmd/) passes them in the engine's settings. Getters, so
+ * that each is looked up where it is used, as when the engine looked them up itself (a toolchain
+ * built after the start is found; a missing one fails the operation that needs it).
+ */
+export function engineBinaries() {
+  return {
+    get cliRoot() {
+      return dirname(dirname(toolPath("pulumi")));
+    },
+    kubernetesProvider: {
+      get version() {
+        return kubernetesProviderVersion();
+      },
+      get path() {
+        return toolPath("pulumi-resource-kubernetes");
+      },
+    },
+  };
+}

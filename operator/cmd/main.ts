@@ -1,8 +1,9 @@
 // The operator process: wiring only (config, logger, service, signals), as kubebuilder's cmd/main.go.
 import "./preload.ts";
 import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
-import { createLogger } from "../manager/log.ts";
+import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags } from "./flags.ts";
 import { setFlagsFromString } from "node:v8";
@@ -18,7 +19,7 @@ export async function runOperator(argv: readonly string[]): Promise<void> {
   setFlagsFromString("--optimize-for-size");
   const config = loadConfig(parseFlags(argv, operatorOptions, operatorUsage));
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  const service = await startService(config, log);
+  const service = await startService(config, engineBinaries(), log);
   await new Promise<void>((resolve) => {
     onStopSignals((signal) => {
       log.info("shutting down: finishing running operations", { signal });

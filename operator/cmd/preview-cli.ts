@@ -8,10 +8,11 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { ApiextensionsV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { apiVersion, group, plurals, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { isWorkloadKind, workloadKinds } from "../../components/kinds.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
 import { readManifests } from "../kube/apply.ts";
 import { loadConfig, operatorOptions, type OperatorConfig, type OperatorFlags } from "../manager/config.ts";
 import { apiClient, briefError, isNotFound, keyOf, kubeClients, orUndefined, readWorkload, type KubeClients } from "../kube/clients.ts";
-import { createLogger } from "../manager/log.ts";
+import { createLogger } from "../base/log.ts";
 import { hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
 import { stackName } from "../pulumi/stack-names.ts";
@@ -95,7 +96,7 @@ async function explainRefusal(clients: KubeClients, kind: WorkloadKind, error: u
  */
 async function drivers(config: OperatorConfig, scratch: string) {
   const log = createLogger({ level: "warn", format: "text", write: (line) => process.stderr.write(line + "\n") });
-  const engine = { pulumiHome: join(scratch, "pulumi-home"), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
+  const engine = { pulumiHome: join(scratch, "pulumi-home"), binaries: engineBinaries(), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
   const backendUnused = config.backendUrl.startsWith("file:") && !existsSync(fileURLToPath(config.backendUrl));
   const io = new StateIo(config.operationTimeoutMs);
   const configured = backendUnused ? undefined : new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: await prepareWorkDir(join(scratch, "configured"), config.backendUrl, io) }, log);

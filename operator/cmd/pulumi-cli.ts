@@ -3,14 +3,14 @@
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { homedir } from "node:os";
-import { repoRoot, toolPath } from "../../toolchain/tools.ts";
+import { engineBinaries, repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { installProviderPlugin } from "../pulumi/engine.ts";
 import { defaultOperationTimeoutMs } from "../pulumi/deadline-runner.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 
 export async function runPulumiCli(args: readonly string[]): Promise<number> {
   const pulumiHome = process.env["PULUMI_HOME"] ?? join(homedir(), ".pulumi");
-  await installProviderPlugin(pulumiHome, new StateIo(defaultOperationTimeoutMs));
+  await installProviderPlugin(pulumiHome, new StateIo(defaultOperationTimeoutMs), engineBinaries().kubernetesProvider);
   const env = {
     ...process.env,
     // The language host runs the program with the first `node` on PATH: the one running appstack.

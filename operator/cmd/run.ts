@@ -7,11 +7,11 @@ import { ownershipPolicyName } from "../../crds/ownership.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { localClusterOf, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { shellLines } from "../../toolchain/cluster/command.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { engineBinaries, repoRoot } from "../../toolchain/tools.ts";
 import { applyObjects, installApi, readManifests } from "../kube/apply.ts";
 import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
 import { kubeClients } from "../kube/clients.ts";
-import { createLogger } from "../manager/log.ts";
+import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";
@@ -66,7 +66,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);
     log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policy: ownershipPolicyName });
-    const operator = await startService(config, log);
+    const operator = await startService(config, engineBinaries(), log);
     if (withSamples) {
       await applyObjects(clients, samples.flatMap(readManifests));
       log.info("samples applied", { files: "crds/samples/app.yaml, crds/samples/memcached.yaml" });

@@ -10,7 +10,7 @@ import { engineFolders, loadConfig } from "../manager/config.ts";
 import { workspaceOptions } from "../pulumi/engine.ts";
 import { projectName } from "../pulumi/stack-names.ts";
 import { StateIo } from "../pulumi/state-io.ts";
-import { toolPath } from "../../toolchain/tools.ts";
+import { engineBinaries, toolPath } from "../../toolchain/tools.ts";
 
 export async function runStacksCli(args: readonly string[]): Promise<number> {
   const config = loadConfig({}, process.env, { readOnly: true });
@@ -19,7 +19,7 @@ export async function runStacksCli(args: readonly string[]): Promise<number> {
     process.stderr.write(`appstack stacks: no operator has used the state folder ${config.stateDir} (set APPSTACK_STATE_DIR to the operator's)\n`);
     return 1;
   }
-  const settings = { backendUrl: config.backendUrl, passphrase: config.passphrase, pulumiHome, ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
+  const settings = { backendUrl: config.backendUrl, passphrase: config.passphrase, pulumiHome, binaries: engineBinaries(), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
   const { envVars } = await workspaceOptions(settings, projectName, new StateIo(config.operationTimeoutMs));
   // Not spawnSync: the key service answers the CLI from this process's event loop. The engines'
   // home, as the operator's engines have it: the pinned provider plugin, no automatic logs, and

@@ -9,7 +9,7 @@ import { hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import type { Ownership } from "./ownership.ts";
 import { retrying, withOperationOf, type Reporter } from "./reporting.ts";
 import type { KubeClients } from "../kube/clients.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { describeChanges } from "../pulumi/preview-steps.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";

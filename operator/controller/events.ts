@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
 import { briefError, type KubeClients } from "../kube/clients.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 
 const repeatWindowMs = 5 * 60_000;
 

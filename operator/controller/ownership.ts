@@ -5,7 +5,7 @@ import type { Workload } from "../../crds/types.ts";
 import type { Children, Observed } from "./children.ts";
 import type { Pending } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 
 export interface OwnershipDeps {

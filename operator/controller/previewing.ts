@@ -11,7 +11,7 @@ import type { Ownership } from "./ownership.ts";
 import { withRemovals } from "./removals.ts";
 import type { Reporter } from "./reporting.ts";
 import type { KubeClients } from "../kube/clients.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { describeChanges, describeSteps, hasChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";

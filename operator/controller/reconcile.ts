@@ -17,7 +17,7 @@ import { awaiting, Previewing } from "./previewing.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
 import { Update } from "./update.ts";
 import { parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { programFor } from "../pulumi/programs.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";

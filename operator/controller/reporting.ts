@@ -12,7 +12,7 @@ import { describeDrift } from "./drift.ts";
 import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { briefError, isNotFound, parseKey, type KubeClients } from "../kube/clients.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";

@@ -6,7 +6,7 @@ import type { Observed } from "./children.ts";
 import { encodeApplied, programVersion, refreshes, type Pending } from "./drift.ts";
 import type { Previewing, PreviewingDeps } from "./previewing.ts";
 import { briefError } from "../kube/clients.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import { describeChanges } from "../pulumi/preview-steps.ts";
 import { programFor } from "../pulumi/programs.ts";
 import type { HandlerResult } from "./queue.ts";

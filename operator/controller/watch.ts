@@ -7,8 +7,8 @@ import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
-import { timedOut, withinDeadline } from "../manager/deadline.ts";
-import type { Logger } from "../manager/log.ts";
+import { timedOut, withinDeadline } from "../base/deadline.ts";
+import type { Logger } from "../base/log.ts";
 import { childEvents, type WorkSink } from "./child-events.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;

@@ -1,7 +1,7 @@
 // Whether an object's namespace is being deleted: then a stack whose destroy keeps failing is
 // forgotten instead, since the namespace's deletion takes the children with it.
 import type { CoreV1Api } from "@kubernetes/client-node";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import { briefError } from "./clients.ts";
 
 /**

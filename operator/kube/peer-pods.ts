@@ -13,7 +13,7 @@
 // node is told apart by none of these when that node's clock is behind: its lock stays, until that
 // pod, starting, breaks the locks of its name that it finds (stack-locks.ts).
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
-import type { HolderCheck, HolderVerdict } from "../pulumi/stack-locks.ts";
+import type { HolderCheck, HolderVerdict } from "../base/lock-holders.ts";
 import { briefError, isNotFound } from "./clients.ts";
 
 const time = (value: Date | string | undefined): number => (value === undefined ? NaN : new Date(value).getTime());

@@ -5,7 +5,7 @@ import { availableParallelism, homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ParseArgsOptionsConfig } from "node:util";
-import type { Level } from "./log.ts";
+import type { Level } from "../base/log.ts";
 
 export interface OperatorConfig {
   readonly kubeconfig?: string;

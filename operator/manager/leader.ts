@@ -11,8 +11,8 @@ import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { apiClient, briefError, isConflict, isNotFound } from "../kube/clients.ts";
-import { withinDeadline } from "./deadline.ts";
-import type { Logger } from "./log.ts";
+import { withinDeadline } from "../base/deadline.ts";
+import type { Logger } from "../base/log.ts";
 
 export interface LeaseSettings {
   readonly namespace: string;

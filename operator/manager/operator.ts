@@ -1,12 +1,13 @@
 // The operator as one unit: watch, queue, reconcile. Started by main.ts; stopped on a signal.
 import { join } from "node:path";
 import { engineFolders, type OperatorConfig } from "./config.ts";
-import { redactUrl } from "./redact.ts";
+import { redactUrl } from "../base/redact.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { kubeClients, type KubeClients } from "../kube/clients.ts";
 import { peerPodCheck } from "../kube/peer-pods.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../base/log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
+import type { EngineBinaries } from "../pulumi/engine.ts";
 import { PlanStore } from "../pulumi/plans.ts";
 import { WorkQueue } from "../controller/queue.ts";
 import { Reconciler } from "../controller/reconcile.ts";
@@ -26,7 +27,7 @@ export interface RunningOperator {
 }
 
 /** `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running. */
-export async function startOperator(config: OperatorConfig, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal): Promise<RunningOperator> {
+export async function startOperator(config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   // Leading already: a state folder that does not answer must not stop the lease's renewal.
@@ -36,6 +37,7 @@ export async function startOperator(config: OperatorConfig, log: Logger, metrics
       backendUrl: config.backendUrl,
       passphrase: config.passphrase,
       pulumiHome,
+      binaries,
       workDir: await prepareWorkDir(workDir, config.backendUrl, io),
       operationTimeoutMs: config.operationTimeoutMs,
       // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.

@@ -4,13 +4,14 @@
 import type { Server } from "node:http";
 import { hostname } from "node:os";
 import type { OperatorConfig } from "./config.ts";
-import { timedOut, withinDeadline } from "./deadline.ts";
+import { timedOut, withinDeadline } from "../base/deadline.ts";
 import { startHealthServer } from "./health.ts";
 import { briefError, kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../base/log.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
+import type { EngineBinaries } from "../pulumi/engine.ts";
 import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { projectName } from "../pulumi/stack-names.ts";
@@ -20,7 +21,8 @@ export interface OperatorService {
   stop(): Promise<void>;
 }
 
-export async function startService(config: OperatorConfig, log: Logger): Promise<OperatorService> {
+/** `binaries`: the engine's, from the wiring (operator/cmd/), which knows the toolchain. */
+export async function startService(config: OperatorConfig, binaries: EngineBinaries, log: Logger): Promise<OperatorService> {
   // A lock naming this pod's name, found before this container runs any engine, is a predecessor's:
   // its holder is gone. Only where the hostname is the pod's name (unique among live pods).
   if (config.podName === hostname()) await breakLocksOfEarlierContainers(config.backendUrl, projectName, log, new StateIo(config.operationTimeoutMs));
@@ -52,7 +54,7 @@ export async function startService(config: OperatorConfig, log: Logger): Promise
       });
     }
     try {
-      operator = await startOperator(config, log, metrics, starting.signal);
+      operator = await startOperator(config, binaries, log, metrics, starting.signal);
     } catch (error) {
       if (starting.signal.aborted) return log.info("stopped while starting; releasing the lease");
       // Holding the lease while reconciling nothing would stop every replica: hand it over and

@@ -8,7 +8,7 @@
 // and the wrappers in it (npm; tsx, where it runs) forward the one they received to their child as well, a few
 // milliseconds later. Copies within `sameSignalMs` are that one keypress; a person's second
 // Ctrl-C comes later.
-import type { Logger } from "./log.ts";
+import type { Logger } from "../base/log.ts";
 
 export const sameSignalMs = 500;
 

@@ -3,8 +3,8 @@
 // as the StackOperation a status carries.
 import { ConcurrentUpdateError, StackNotFoundError, type UpdateSummary } from "@pulumi/pulumi/automation/index.js";
 import type { StackOperation } from "../../crds/types.ts";
-import { timedOut, withinDeadline } from "../manager/deadline.ts";
-import type { Logger } from "../manager/log.ts";
+import { timedOut, withinDeadline } from "../base/deadline.ts";
+import type { Logger } from "../base/log.ts";
 import { engineMessage, OperationInterrupted, OperationTimedOut, StackOperationFailed } from "./stack-errors.ts";
 import { StateFolderUnanswered } from "./state-io.ts";
 

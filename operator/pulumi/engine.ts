@@ -1,12 +1,19 @@
-// How appstack runs the Pulumi engine: the pinned CLI and provider from the toolchain, a backend,
-// the operator's own key service for the stacks' secrets, and nothing ever downloaded. Resolved
-// once, used by every stack.
-import { dirname, join } from "node:path";
+// How appstack runs the Pulumi engine: the pinned CLI and provider (their paths come in the
+// settings, from the wiring that knows the toolchain), a backend, the operator's own key service
+// for the stacks' secrets, and nothing ever downloaded. Resolved once, used by every stack.
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
-import { kubernetesProviderVersion, toolPath } from "../../toolchain/tools.ts";
 import { secretsProviderUrl, startKeyService, type KeyService } from "./key-service.ts";
 import type { StateIo } from "./state-io.ts";
+
+/** The binaries the engine runs; operator/cmd/ gives the pinned ones (toolchain/tools.ts: engineBinaries). */
+export interface EngineBinaries {
+  /** The folder holding the CLI as `bin/pulumi`. */
+  readonly cliRoot: string;
+  /** The Kubernetes provider plugin: the version the SDK asks for, and its binary. */
+  readonly kubernetesProvider: { readonly version: string; readonly path: string };
+}
 
 export interface EngineSettings {
   /** Any Pulumi backend URL; `file://<dir>` by default. */
@@ -17,8 +24,8 @@ export interface EngineSettings {
   readonly passphrase: string;
   /** The cluster the Kubernetes provider talks to; unset means in-cluster or the default rules. */
   readonly kubeconfig?: string;
-  /** The folder holding the CLI as `bin/pulumi`; the pinned build by default. */
-  readonly cliRoot?: string;
+  /** The CLI and the provider plugin. */
+  readonly binaries: EngineBinaries;
 }
 
 /** The file backend's own folder (`.pulumi` below the URL's path); undefined for any other backend. */
@@ -54,7 +61,7 @@ const commands = new KeptUnlessFailed<PulumiCommand>();
  * The CLI, checked once (`pulumi version`: the Automation API refuses a CLI older than the SDK);
  * a failed check is checked again. `pulumiHome` is where the check may write: see checkedInHome.
  */
-export function pulumiCommand(pulumiHome: string, io: StateIo, root = pinnedCliRoot()): Promise<PulumiCommand> {
+export function pulumiCommand(pulumiHome: string, io: StateIo, root: string): Promise<PulumiCommand> {
   return commands.get(root, () => checkedInHome(root, pulumiHome, io));
 }
 
@@ -79,23 +86,18 @@ async function checkedInHome(root: string, pulumiHome: string, io: StateIo): Pro
 }
 
 /** Forgets a check still running (it is being killed past its deadline): the next operation checks again. */
-export function forgetPulumiCommand(root = pinnedCliRoot()): void {
+export function forgetPulumiCommand(root: string): void {
   commands.forget(root);
-}
-
-function pinnedCliRoot(): string {
-  return dirname(dirname(toolPath("pulumi")));
 }
 
 /**
  * Installs the pinned provider into the engine's plugin folder, where the engine looks for the
  * exact version the SDK asks for (no download, no "ambient plugin from $PATH" warning).
  */
-export async function installProviderPlugin(pulumiHome: string, io: StateIo): Promise<void> {
-  const version = kubernetesProviderVersion();
-  const dir = join(pulumiHome, "plugins", `resource-kubernetes-v${version}`);
+export async function installProviderPlugin(pulumiHome: string, io: StateIo, provider: EngineBinaries["kubernetesProvider"]): Promise<void> {
+  const dir = join(pulumiHome, "plugins", `resource-kubernetes-v${provider.version}`);
   const binary = join(dir, "pulumi-resource-kubernetes");
-  const target = toolPath("pulumi-resource-kubernetes");
+  const target = provider.path;
   if ((await io.exists(binary)) && (await io.readLink(binary)) === target) return;
   await io.makeFolder(dir);
   await io.remove(`${dir}.partial`);
@@ -129,10 +131,10 @@ export function keyServiceFor(passphrase: string): Promise<KeyService> {
 
 /** The options of every workspace; the engines' home is prepared through `io` (it lies in the state folder). */
 export async function workspaceOptions(settings: EngineSettings, projectName: string, io: StateIo): Promise<LocalWorkspaceOptions> {
-  await installProviderPlugin(settings.pulumiHome, io);
+  await installProviderPlugin(settings.pulumiHome, io, settings.binaries.kubernetesProvider);
   await turnOffAutomaticLogs(settings.pulumiHome, io);
   return {
-    pulumiCommand: await pulumiCommand(settings.pulumiHome, io, settings.cliRoot),
+    pulumiCommand: await pulumiCommand(settings.pulumiHome, io, settings.binaries.cliRoot),
     pulumiHome: settings.pulumiHome,
     secretsProvider: secretsProviderUrl,
     projectSettings: { name: projectName, runtime: "nodejs", backend: { url: settings.backendUrl } },

@@ -4,7 +4,7 @@
 // by init, they are known orphans: no engine of ours will talk to them again.
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, join, sep } from "node:path";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 
 export interface ProcessInfo {
   readonly pid: number;

@@ -2,12 +2,13 @@
 // orphaned plugins) so that no human has to.
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation/index.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { EngineSettings } from "./engine.ts";
 import { killEngines, killOrphanedPlugins } from "./orphans.ts";
 import type { PendingOperations } from "./pending-operations.ts";
 import { StackBusy } from "./stack-errors.ts";
-import { breakAllStaleLocks, breakStaleLocks, type HolderCheck } from "./stack-locks.ts";
+import type { HolderCheck } from "../base/lock-holders.ts";
+import { breakAllStaleLocks, breakStaleLocks } from "./stack-locks.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
 import { repairTornAttributes } from "./torn-writes.ts";

@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, join, relative, sep } from "node:path";
 import { fileBackendRoot } from "./engine.ts";
-import type { Logger } from "../manager/log.ts";
+import type { HolderCheck, HolderVerdict } from "../base/lock-holders.ts";
+import type { Logger } from "../base/log.ts";
 import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
 interface LockInfo {
@@ -16,15 +17,6 @@ interface LockInfo {
   hostname?: string;
   timestamp?: string;
 }
-
-/** Whether a lock's holder is provably gone, and why: the reason goes to the log and, for a kept lock, to the object's status. */
-export interface HolderVerdict {
-  readonly gone: boolean;
-  readonly why: string;
-}
-
-/** Judges a lock taken on another host (`takenAtMs` by that host's clock, when the lock says). */
-export type HolderCheck = (host: string, takenAtMs: number | undefined) => Promise<HolderVerdict>;
 
 /** What a sweep of one stack did: whether it removed locks, and why a lock stays when one does. */
 export interface LockSweep {

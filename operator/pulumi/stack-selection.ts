@@ -4,7 +4,7 @@ import { LocalWorkspace, StackAlreadyExistsError, StackNotFoundError, type Pulum
 import { join } from "node:path";
 import yaml from "js-yaml";
 import type { StackOperation } from "../../crds/types.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import type { Checkpoints } from "./checkpoints.ts";
 import type { DeadlineRunner } from "./deadline-runner.ts";
 import { forgetPulumiCommand, workspaceOptions, type EngineSettings } from "./engine.ts";
@@ -59,7 +59,7 @@ export class StackSelection {
     // The shared work folder already holds Pulumi.yaml: not passing project settings keeps
     // parallel operations from rewriting it under each other.
     const killCheck = () => {
-      forgetPulumiCommand(this.settings.cliRoot);
+      forgetPulumiCommand(this.settings.binaries.cliRoot);
       killEngines("version", "pulumi version did not finish within its deadline", this.parts.log);
     };
     const { projectSettings, ...options } = await this.parts.deadlines.command(kind, undefined, "version", () => workspaceOptions(this.settings, projectName, this.parts.io), killCheck);

@@ -7,7 +7,7 @@ import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@
 import { childResourceTypes } from "../../components/workload.ts";
 import type { StackOperation } from "../../crds/types.ts";
 import type { EngineSettings } from "./engine.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
 import { Checkpoints, childrenIn, type RecordedChild, type StateResource } from "./checkpoints.ts";

@@ -13,7 +13,7 @@
 // running at once when it hung). A stuck call that returns takes its part of the refusal back.
 import { promises as fs, type Dirent } from "node:fs";
 import { sep } from "node:path";
-import { timedOut, withinDeadline } from "../manager/deadline.ts";
+import { timedOut, withinDeadline } from "../base/deadline.ts";
 
 /** A state-folder call that is stuck: what it does, on which path, since when. */
 export interface StuckCall {

@@ -7,7 +7,7 @@
 // is untouched.
 import { join } from "node:path";
 import { fileBackendRoot } from "./engine.ts";
-import type { Logger } from "../manager/log.ts";
+import type { Logger } from "../base/log.ts";
 import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
 /** Whether the file is there and unreadable; a state folder that does not answer is no answer. */

@@ -14,7 +14,7 @@ import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { pulumiCommand } from "../../operator/pulumi/engine.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
@@ -23,6 +23,7 @@ import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { Workloads } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
 
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-engine-cost-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
@@ -49,7 +50,7 @@ async function providersDuring(work: () => Promise<unknown>): Promise<number> {
 async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
   // PulumiCommand.run is where every Automation API command starts its process (internal to the
   // SDK: if it moves, nothing is counted and the assertions below fail).
-  const command = (await pulumiCommand(join(stateDir, "home"), new StateIo(60_000))) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
+  const command = (await pulumiCommand(join(stateDir, "home"), new StateIo(60_000), engineBinaries().cliRoot)) as unknown as { run: (args: string[], ...rest: unknown[]) => Promise<unknown> };
   const run = command.run.bind(command);
   const seen: string[] = [];
   command.run = (args, ...rest) => {
@@ -71,7 +72,7 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   process.env["KUBECONFIG"] = c.kubeconfig;
   const backendUrl = `file://${join(stateDir, "backend")}`;
   const log = createLogger({ level: "error", format: "json", write: () => undefined });
-  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", kubeconfig: c.kubeconfig, workDir: await prepareWorkDir(join(stateDir, "work"), backendUrl, new StateIo(60_000)) }, log);
+  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", binaries: engineBinaries(), kubeconfig: c.kubeconfig, workDir: await prepareWorkDir(join(stateDir, "work"), backendUrl, new StateIo(60_000)) }, log);
   mkdirSync(join(stateDir, "backend"), { recursive: true });
   let app = (await workloads.create({ kind: "App", metadata: { name: "cost", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } })) as App;
 
@@ -101,7 +102,7 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   await workloads.delete("App", "default", "cost");
 
   // As after a restart: a new driver finds the stack by its file, with no `stack select`.
-  const restarted = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", kubeconfig: c.kubeconfig, workDir: join(stateDir, "work") }, log);
+  const restarted = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", binaries: engineBinaries(), kubeconfig: c.kubeconfig, workDir: join(stateDir, "work") }, log);
   const destroyedAfterRestart = await commandsDuring(() => restarted.destroy("app.default.cost-2"));
   assert.deepEqual(destroyedAfterRestart, ["destroy", "stack rm"]);
   await eventually("cost-2's Deployment deleted", async () => (await apps.readNamespacedDeployment({ name: "cost-2", namespace: "default" }).then(() => undefined, (error: unknown) => (isNotFound(error) ? true : undefined))));

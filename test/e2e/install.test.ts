@@ -14,6 +14,7 @@ import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, Workloads } from "../helpers/operator.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
 
 const cluster = useCluster();
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-install-"));
@@ -21,7 +22,7 @@ after(() => rmSync(stateDir, { recursive: true, force: true }));
 
 test("the install component creates CRDs that the API server serves and validates", async () => {
   const kubeconfig = cluster().cluster.kubeconfig;
-  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", kubeconfig }, "appstack", new StateIo(60_000));
+  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", binaries: engineBinaries(), kubeconfig }, "appstack", new StateIo(60_000));
   const program = () => Promise.resolve({ crds: new AppstackCrds("appstack").names });
   const stack = await LocalWorkspace.createOrSelectStack({ stackName: "install", projectName: "appstack", program }, options);
   const up = await stack.up();
@@ -49,7 +50,7 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   await core.createPersistentVolume({
     body: { metadata: { name: "appstack-state" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: join(stateDir, "pv") } } },
   });
-  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", kubeconfig: local.kubeconfig }, "appstack", new StateIo(60_000));
+  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", binaries: engineBinaries(), kubeconfig: local.kubeconfig }, "appstack", new StateIo(60_000));
   const program = () => {
     const install = new AppstackInstall("appstack", { passphrase: "stack-secret", image: "appstack:test" });
     return Promise.resolve({ namespace: install.namespace, serviceAccount: install.serviceAccount });

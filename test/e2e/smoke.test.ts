@@ -11,6 +11,7 @@ import { LocalWorkspace } from "@pulumi/pulumi/automation/index.js";
 import { workspaceOptions } from "../../operator/pulumi/engine.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
 
 const cluster = useCluster();
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-smoke-"));
@@ -37,7 +38,7 @@ test("a Pulumi stack creates a Deployment whose pods run on kwok nodes, and dest
     return { readyReplicas: deployment.status.readyReplicas };
   };
   const options = await workspaceOptions(
-    { backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "smoke-test" },
+    { backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "smoke-test", binaries: engineBinaries() },
     "smoke",
     new StateIo(60_000),
   );

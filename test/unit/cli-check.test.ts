@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { toolPath } from "../../toolchain/tools.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { engineBinaries, toolPath } from "../../toolchain/tools.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { enginesOf } from "../../operator/pulumi/orphans.ts";
 import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
@@ -25,7 +25,7 @@ const backendUrl = pathToFileURL(join(dir, "backend")).href;
 // The deadline must leave the real CLI's `up` at the end room on a busy machine (2 s did not,
 // with a whole test suite running beside it); the hung check costs the test this long.
 const deadlineMs = 6_000;
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "cli-check-test", workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(deadlineMs)), operationTimeoutMs: deadlineMs, cliRoot };
+const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "cli-check-test", workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(deadlineMs)), operationTimeoutMs: deadlineMs, binaries: { cliRoot, kubernetesProvider: engineBinaries().kubernetesProvider } };
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
 const program = () => Promise.resolve({ greeting: "hello" });

@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { pulumiCommand, turnOffAutomaticLogs } from "../../operator/pulumi/engine.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
-import { toolPath } from "../../toolchain/tools.ts";
+import { engineBinaries, toolPath } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-engine-home-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -56,7 +56,7 @@ test("the CLI's version check writes into the engines' home, not into this proce
   const own = join(dir, "own-home");
   process.env["PULUMI_HOME"] = own;
   const engines = join(dir, "engines-home");
-  const command = await pulumiCommand(engines, io);
+  const command = await pulumiCommand(engines, io, engineBinaries().cliRoot);
   assert.ok(command.version, "the check read the CLI's version");
   assert.equal(existsSync(own), false, "the check wrote into this process's own Pulumi home");
   assert.equal(process.env["PULUMI_HOME"], own, "this process's environment is left as it was");

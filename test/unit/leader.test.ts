@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V1MicroTime, type V1Lease } from "@kubernetes/client-node";
 import { LeaderElector, type LeaseApi, type LeaseSettings } from "../../operator/manager/leader.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 
 const log = createLogger({ level: "error", format: "json", write: () => undefined });
 const timing = { leaseDurationSeconds: 1, renewDeadlineMs: 600, retryPeriodMs: 50 };

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { operatorEnvironment } from "../../components/install.ts";
-import { redactUrl } from "../../operator/manager/redact.ts";
+import { redactUrl } from "../../operator/base/redact.ts";
 
 test("a backend URL is logged without its credentials", () => {
   assert.equal(redactUrl("postgres://appstack:s3cr3t@db:5432/state"), "postgres://appstack:***@db:5432/state");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { test } from "node:test";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { onStopSignals, sameSignalMs } from "../../operator/manager/signals.ts";
 
 test("one Ctrl-C forwarded by npm and tsx stops gracefully; a second Ctrl-C later stops at once", () => {

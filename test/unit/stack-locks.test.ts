@@ -9,9 +9,10 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { podVerdict } from "../../operator/kube/peer-pods.ts";
-import { breakAllStaleLocks, breakLocksOfEarlierContainers, breakStaleLocks, type HolderCheck } from "../../operator/pulumi/stack-locks.ts";
+import type { HolderCheck } from "../../operator/base/lock-holders.ts";
+import { breakAllStaleLocks, breakLocksOfEarlierContainers, breakStaleLocks } from "../../operator/pulumi/stack-locks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { eventually } from "../helpers/cluster.ts";
 
@@ -119,7 +120,7 @@ test("a lock held by a live process of another user is kept: only ESRCH proves a
   execFileSync("chown", ["-R", "65534:65534", shared]);
   const module = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
   const sweep = `import(${module("../../operator/pulumi/stack-locks.ts")}).then(async ({ breakStaleLocks }) => {
-    const { createLogger } = await import(${module("../../operator/manager/log.ts")});
+    const { createLogger } = await import(${module("../../operator/base/log.ts")});
     const { StateIo } = await import(${module("../../operator/pulumi/state-io.ts")});
     try { process.kill(Number(process.env.HOLDER), 0); } catch (error) { console.error("probe:", error.code); }
     console.log(JSON.stringify(await breakStaleLocks(process.env.BACKEND, "appstack", "app.default.person", createLogger({ level: "warn", write: console.error }), new StateIo(60_000))));

@@ -6,7 +6,7 @@ import type { Workload } from "../../crds/types.ts";
 import { EventRecorder } from "../../operator/controller/events.ts";
 import type { KubeClients } from "../../operator/kube/clients.ts";
 import { namespaceTerminating } from "../../operator/kube/namespaces.ts";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 
 type LogLine = { level: string; msg: string; [field: string]: unknown };
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { createLogger } from "../../operator/manager/log.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { repairTornAttributes } from "../../operator/pulumi/torn-writes.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 
