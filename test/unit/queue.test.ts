@@ -116,19 +116,25 @@ test("failures back off exponentially up to the cap, and success resets the coun
   assert.deepEqual(clock.pendingDelays(), []);
 });
 
-test("a new event runs a key in backoff at once", async () => {
+/** A queue whose key "k" failed its first run and now waits out its first backoff (1 s). */
+async function inBackoffAfterOneFailure() {
   const clock = new FakeClock();
   let runs = 0;
   const queue = new WorkQueue(async () => {
-    if (++runs === 1) throw new Error("first attempt fails");
+    if (++runs === 1) throw new Error("the first run fails");
   }, { ...options, clock });
   queue.add("k");
   await queue.idle();
   assert.deepEqual(clock.pendingDelays(), [1000]);
+  return { clock, queue, runs: () => runs };
+}
+
+test("a new event runs a key in backoff at once", async () => {
+  const { queue, runs } = await inBackoffAfterOneFailure();
   assert.deepEqual(queue.peekBackoff("k"), { attempt: 2, delayMs: 2000 });
   queue.add("k");
   await queue.idle();
-  assert.equal(runs, 2);
+  assert.equal(runs(), 2);
 });
 
 test("shutdown stops taking work and waits for running handlers", async () => {
@@ -235,21 +241,14 @@ test("a status change during a run that succeeds runs the key again: the status 
 });
 
 test("a run replaces a pending retry: once a change has fixed a key in backoff, status changes run it again", async () => {
-  const clock = new FakeClock();
-  let runs = 0;
-  const queue = new WorkQueue(async () => {
-    if (++runs === 1) throw new Error("up fails");
-  }, { ...options, clock });
+  const { clock, queue, runs } = await inBackoffAfterOneFailure();
   queue.add("k");
   await queue.idle();
-  assert.deepEqual(clock.pendingDelays(), [1000]);
-  queue.add("k");
-  await queue.idle();
-  assert.equal(runs, 2);
+  assert.equal(runs(), 2);
   assert.deepEqual(clock.pendingDelays(), [], "the retry of a failure a later run succeeded stays pending");
   queue.addUnlessWaiting("k");
   await queue.idle();
-  assert.equal(runs, 3);
+  assert.equal(runs(), 3);
 });
 
 test("through the watch's handlers: a child's status-only update waits for the backoff, its spec change or deletion does not", async () => {
