@@ -56,6 +56,7 @@ export class LeaderElector {
   private readonly settings: LeaseSettings;
   private readonly log: Logger;
   private readonly now: () => number;
+  private readonly observeCall: (result: "success" | "error") => void;
 
   constructor(
     api: LeaseApi,
@@ -63,11 +64,14 @@ export class LeaderElector {
     log: Logger,
     /** A monotonic clock, in ms. */
     now: () => number = () => performance.now(),
+    /** Told of every lease call's result: failures are logged only once until the API answers again. */
+    observeCall: (result: "success" | "error") => void = () => undefined,
   ) {
     this.api = api;
     this.settings = settings;
     this.log = log;
     this.now = now;
+    this.observeCall = observeCall;
   }
 
   /** Resolves once this process holds the lease (or rejects when stopped first). Errors never end the contest. */
@@ -162,10 +166,12 @@ export class LeaderElector {
   private async attempt(): Promise<number | undefined> {
     try {
       const sentAt = await this.tryAcquireOrRenew();
+      this.observeCall("success");
       if (this.lastError) this.log.info("the lease API answers again");
       this.lastError = undefined;
       return sentAt;
     } catch (error) {
+      this.observeCall("error");
       if (!this.lastError) this.log.warn("lease call failed; retrying", { error: briefError(error), retryInMs: this.settings.retryPeriodMs });
       this.lastError = briefError(error);
       return undefined;

@@ -16,6 +16,7 @@ export class OperatorMetrics {
   readonly runningOperations = new Gauge({ name: "appstack_pulumi_operations_running", help: "Pulumi operations (engine processes) running now.", registers: [this.registry] });
   readonly lastSuccessfulSync = new Gauge({ name: "appstack_last_successful_sync_timestamp_seconds", help: "When a reconcile last succeeded (Unix time).", registers: [this.registry] });
   readonly leader = new Gauge({ name: "appstack_leader", help: "1 while this process holds the leader lease.", registers: [this.registry] });
+  readonly leaseCalls = new Counter({ name: "appstack_leader_lease_calls_total", help: "Calls to acquire or renew the leader lease, by result (success, error): a standby that cannot reach the API counts errors.", labelNames: ["result"], registers: [this.registry] });
 
   constructor(queue: () => { depth: number; active: number }) {
     const depth = () => queue();

@@ -29,7 +29,7 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   let operator: RunningOperator | undefined;
   const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }));
   const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;
-  const elector = lease ? new LeaderElector(leaseApi(kubeClients(config.kubeconfig).config, lease), lease, log) : undefined;
+  const elector = lease ? new LeaderElector(leaseApi(kubeClients(config.kubeconfig).config, lease), lease, log, undefined, (result) => metrics.leaseCalls.inc({ result })) : undefined;
   const server = await startHealthServer(config.healthPort, config.healthHost, {
     healthy: () => true,
     // A standby is ready too while it knows who leads and is waiting to take over; not while the

@@ -41,7 +41,12 @@ async function startReplica(name: string, stateDir?: string, env?: Record<string
 
 const leading = async (replica: Replica) => metricValue(await httpGet(replica.operator.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_leader");
 const readyz = async (replica: Replica) => (await httpGet(replica.operator.healthPort, "/readyz").catch(() => ({ status: 0 }))).status;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const leaseCallErrors = async (replica: Replica) => metricValue(await httpGet(replica.operator.healthPort, "/metrics").then((r) => r.body), "appstack_leader_lease_calls_total", { result: "error" }) ?? 0;
+
+/** Resolves once `replica` has made `count` more failed lease calls than `since`: the fault reached its elector. */
+async function leaseCallsFailed(replica: Replica, since: number, count: number): Promise<void> {
+  await eventually(`${count} failed lease calls of ${replica.name}`, async () => ((await leaseCallErrors(replica)) >= since + count ? true : undefined), 60_000);
+}
 
 async function leaderOf(pair: Replica[]): Promise<{ leader: Replica; standby: Replica }> {
   return eventually("one leader and one ready standby", async () => {
@@ -71,11 +76,15 @@ test("API faults under the standby and under the leader: failover still happens,
   // Under the standby: resets, then a stall. It says it is not ready, and it never leads meanwhile.
   standby.proxy.set("reset");
   await eventually("the standby to say not ready while its API resets", async () => ((await readyz(standby)) === 503 ? true : undefined), 30_000);
+  const failedBeforeStall = await leaseCallErrors(standby);
   standby.proxy.set("stall");
   await workloads.mergeSpec("App", namespace, "steady", { image: "nginx:1.28" });
   await imageApplied(workloads, "steady", "nginx:1.28");
-  await sleep(12_000);
+  // Two lease calls that went unanswered until their deadline, and a retry between: a standby
+  // that took silence for an expired lease would have led by now.
+  await leaseCallsFailed(standby, failedBeforeStall, 2);
   assert.equal(await leading(standby), 0);
+  assert.equal(await leading(leader), 1);
   standby.proxy.set("none");
   await eventually("the standby ready again", async () => ((await readyz(standby)) === 200 ? true : undefined), 60_000);
 
@@ -92,9 +101,12 @@ test("API faults under the standby and under the leader: failover still happens,
   const survivor = standby;
   const third = await startReplica("third", first.operator.stateDir);
   ({ leader, standby } = await leaderOf([survivor, third]));
+  const failedBeforeReset = await leaseCallErrors(leader);
   leader.proxy.set("reset");
   await workloads.mergeSpec("App", namespace, "steady", { image: "nginx:1.30" });
-  await sleep(4_000);
+  // The outage lasts until a renewal has failed in it (a renewal is due every 2 s, the renew
+  // deadline is 10 s): the leader lived through a failed renewal, not only dropped watches.
+  await leaseCallsFailed(leader, failedBeforeReset, 1);
   leader.proxy.set("none");
   await imageApplied(workloads, "steady", "nginx:1.30");
   assert.equal(await leading(leader), 1, "a short API outage cost the leader its lease");
