@@ -16,7 +16,7 @@ export interface SignalSource {
   on(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
 }
 
-export function onStopSignals(stop: (signal: string) => void, log: Logger, source: SignalSource = process, now: () => number = Date.now, exit: (code: number) => void = (code) => process.exit(code)): void {
+export function onStopSignals(stop: (signal: string) => void, log: Logger, source: SignalSource = process, now: () => number = () => performance.now(), exit: (code: number) => void = (code) => process.exit(code)): void {
   let firstAt: number | undefined;
   const handle = (signal: NodeJS.Signals) => {
     if (firstAt === undefined) {

@@ -60,18 +60,20 @@ export class StuckCalls {
   async run<T>(what: string, path: string, deadlineMs: number, call: () => Promise<T>): Promise<T> {
     this.refuse(path);
     if (!this.stuck.size) return this.attempt(what, path, deadlineMs, deadlineMs, call);
-    const waitedFrom = Date.now();
+    // Wall time for the message, monotonic time for the deadline.
+    const waitedSince = new Date();
+    const waitedFrom = performance.now();
     const previous = this.turn;
     let done!: () => void;
     const mine = new Promise<void>((resolve) => (done = resolve));
     this.turn = previous.then(() => mine);
     try {
       if ((await withinDeadline(previous, deadlineMs)) === timedOut) {
-        const oldest = this.current[0] ?? { what, path, since: new Date(waitedFrom) };
+        const oldest = this.current[0] ?? { what, path, since: waitedSince };
         throw new StateFolderUnanswered(`the state folder does not answer: ${what} ${path} waited its deadline of ${seconds(deadlineMs)} for the call before it, while ${oldest.what} ${oldest.path} is stuck since ${oldest.since.toISOString()}`, oldest);
       }
       this.refuse(path);
-      return await this.attempt(what, path, deadlineMs - (Date.now() - waitedFrom), deadlineMs, call);
+      return await this.attempt(what, path, deadlineMs - (performance.now() - waitedFrom), deadlineMs, call);
     } finally {
       done();
     }
