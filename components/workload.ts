@@ -6,17 +6,17 @@ import type * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { MemcachedStatus, Workload } from "../crds/types.ts";
+import type { ChildKind } from "../crds/child-kinds.ts";
 import type { Owner } from "./metadata.ts";
 
-/** A child of an appstack object as its component declares it: the kind and the manifest applied. */
-export interface ChildManifest {
-  readonly kind: "Deployment" | "Service";
-  readonly name: string;
-  readonly manifest: k8s.types.input.apps.v1.Deployment | k8s.types.input.core.v1.Service;
+/** The manifest a component applies, by kind of child (crds/child-kinds.ts). */
+export interface ManifestOf {
+  readonly Deployment: k8s.types.input.apps.v1.Deployment;
+  readonly Service: k8s.types.input.core.v1.Service;
 }
 
-/** The Pulumi type of each kind of child, as a stack's state and a preview's steps name it. */
-export const childResourceTypes = { Deployment: "kubernetes:apps/v1:Deployment", Service: "kubernetes:core/v1:Service" } as const satisfies Record<ChildManifest["kind"], string>;
+/** A child of an appstack object as its component declares it: the kind, its name and the manifest applied. */
+export type ChildManifest<K extends ChildKind = ChildKind> = { readonly [C in K]: { readonly kind: C; readonly name: string; readonly manifest: ManifestOf[C] } }[K];
 
 /** A component that owns a Deployment (the children's first, and the one status follows). */
 export interface WorkloadComponent extends pulumi.ComponentResource {

@@ -1,14 +1,14 @@
 // The file backend's checkpoints, read directly: whether a stack exists, what its state records,
 // and whether it carries pending operations, each known without a Pulumi process.
 import { join } from "node:path";
-import { childResourceTypes } from "../../components/workload.ts";
+import { childKindOf, type ChildKind } from "../../crds/child-kinds.ts";
 import { fileBackendRoot } from "./engine.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
 
 /** A child of an object as a stack's state records it. */
 export interface RecordedChild {
-  readonly kind: "Deployment" | "Service";
+  readonly kind: ChildKind;
   readonly namespace: string;
   readonly name: string;
 }
@@ -22,7 +22,7 @@ export interface StateResource {
 
 export function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
   return resources.flatMap((resource) => {
-    const kind = (Object.keys(childResourceTypes) as RecordedChild["kind"][]).find((k) => childResourceTypes[k] === resource.type);
+    const kind = childKindOf(resource.type);
     const [namespace, name] = (resource.id ?? "").split("/");
     return kind && namespace && name ? [{ kind, namespace, name }] : [];
   });

@@ -4,7 +4,7 @@
 // backend's checkpoints (checkpoints.ts) and which stacks carry no pending operations
 // (pending-operations.ts), the repairs (recovery.ts), and every call's deadline (deadline-runner.ts).
 import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@pulumi/pulumi/automation/index.js";
-import { childResourceTypes } from "../../components/workload.ts";
+import { childKinds } from "../../crds/child-kinds.ts";
 import type { StackOperation } from "../../crds/types.ts";
 import type { EngineSettings } from "./engine.ts";
 import type { Logger } from "../base/log.ts";
@@ -181,7 +181,7 @@ export class StackDriver {
     return this.deadlines.answered("destroy", async () => {
       const stack = await this.selection.existing(name);
       if (!stack) return;
-      const drop = new Set(resources.map((r) => `${childResourceTypes[r.kind]} ${r.namespace}/${r.name}`));
+      const drop = new Set(resources.map((r) => `${childKinds[r.kind].resourceType} ${r.namespace}/${r.name}`));
       await this.recovery.unlocked(name, async () => {
         const state = await this.deadlines.command("destroy", name, "stack export", () => stack.exportStack());
         const deployment = state.deployment as { resources?: StateResource[] } | undefined;
