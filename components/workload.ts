@@ -5,7 +5,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { V1Pod } from "@kubernetes/client-node";
-import type { MemcachedStatus, Workload } from "../crds/types.ts";
+import type { Workload, WorkloadStatus } from "../crds/types.ts";
 import type { ChildKind } from "../crds/child-kinds.ts";
 import type { Owner } from "./metadata.ts";
 
@@ -54,6 +54,9 @@ export interface WorkloadComponent extends pulumi.ComponentResource {
   readonly deployment: k8s.apps.v1.Deployment;
 }
 
+/** The status fields of `W`'s kind beyond those every kind reports (WorkloadStatus). */
+export type KindStatus<W extends Workload> = Omit<NonNullable<W["status"]>, keyof WorkloadStatus>;
+
 export interface WorkloadDescription<W extends Workload> {
   readonly kind: W["kind"];
   /** The app.kubernetes.io/name of its children (with the instance and the kind, it selects the pods). */
@@ -65,5 +68,5 @@ export interface WorkloadDescription<W extends Workload> {
   /** The replicas the spec asks for. */
   replicas(spec: W["spec"]): number;
   /** Status fields only this kind reports, from its pods. */
-  statusOf?(pods: readonly V1Pod[]): Partial<MemcachedStatus>;
+  statusOf?(pods: readonly V1Pod[]): KindStatus<W>;
 }
