@@ -3,7 +3,7 @@
 // fields that differ. Read from the watch cache where that is fresh enough; from the API server
 // where the cache cannot know (objects without appstack's labels) or where the answer must name
 // what `up` has just made.
-import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Deployment } from "@kubernetes/client-node";
 import { childManifests } from "../../components/kinds.ts";
 import type { ChildManifest } from "../../components/workload.ts";
 import { fieldManager } from "../../components/metadata.ts";
@@ -13,7 +13,7 @@ import { additions } from "./additions.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
 import { childApis } from "../kube/child-apis.ts";
-import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
+import { isConflict, jsonPatch, orUndefined, serverSideApply, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import type { RecordedChild } from "../pulumi/checkpoints.ts";
 import type { Watcher } from "./watch.ts";
 
@@ -66,8 +66,6 @@ export function summarize(children: readonly ChildState[]): Observed {
   };
 }
 
-const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
-const serverSideApply = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
 /** Reads and handovers of one child, when the API server keeps saying it changed in between. */
 const handOverAttempts = 3;
 
