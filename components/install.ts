@@ -2,6 +2,7 @@
 // RBAC, the stack-secrets passphrase, storage for stack state, and the operator Deployment.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { AppstackCrds } from "./crds.ts";
 
@@ -36,8 +37,7 @@ export function operatorRules(): k8s.types.input.rbac.v1.PolicyRule[] {
     { apiGroups: ["appstack.dev"], resources: ["apps/status", "memcacheds/status"], verbs: ["get", "patch"] },
     // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers.
     { apiGroups: ["appstack.dev"], resources: ["apps/finalizers", "memcacheds/finalizers"], verbs: ["update"] },
-    { apiGroups: ["apps"], resources: ["deployments"], verbs: [...observe, "create", "update", "patch", "delete"] },
-    { apiGroups: [""], resources: ["services"], verbs: [...observe, "create", "update", "patch", "delete"] },
+    ...childKindNames.map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [childKinds[kind].plural], verbs: [...observe, "create", "update", "patch", "delete"] })),
     { apiGroups: [""], resources: ["pods"], verbs: observe },
     { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     // Only to tell whether an object's namespace is terminating.

@@ -3,6 +3,7 @@
 // the pinned Kubernetes provider turns a create of an existing object into an update ("upsert",
 // server-side apply). This policy closes that window in the API server itself: an update may not
 // make an existing Deployment or Service controlled by an appstack object it was not created for.
+import { childKindNames, childKinds, groupVersionOf } from "./child-kinds.ts";
 
 export const ownershipPolicyName = "appstack.dev-ownership";
 
@@ -18,10 +19,10 @@ export const ownershipPolicy = {
   spec: {
     failurePolicy: "Fail",
     matchConstraints: {
-      resourceRules: [
-        { apiGroups: ["apps"], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["deployments"] },
-        { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["services"] },
-      ],
+      resourceRules: childKindNames.map((kind) => {
+        const { group, version } = groupVersionOf(kind);
+        return { apiGroups: [group], apiVersions: [version], operations: ["UPDATE"], resources: [childKinds[kind].plural] };
+      }),
     },
     validations: [
       {

@@ -3,15 +3,17 @@
 // fields that differ. Read from the watch cache where that is fresh enough; from the API server
 // where the cache cannot know (objects without appstack's labels) or where the answer must name
 // what `up` has just made.
-import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment, type V1Service } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Deployment } from "@kubernetes/client-node";
 import { childManifests } from "../../components/kinds.ts";
 import type { ChildManifest } from "../../components/workload.ts";
 import { fieldManager } from "../../components/metadata.ts";
+import { childKinds } from "../../crds/child-kinds.ts";
 import type { Workload } from "../../crds/types.ts";
 import { additions } from "./additions.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
-import { isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
+import { childApis } from "../kube/child-apis.ts";
+import { isConflict, jsonPatch, orUndefined, serverSideApply, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import type { RecordedChild } from "../pulumi/checkpoints.ts";
 import type { Watcher } from "./watch.ts";
 
@@ -64,8 +66,6 @@ export function summarize(children: readonly ChildState[]): Observed {
   };
 }
 
-const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
-const serverSideApply = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
 /** Reads and handovers of one child, when the API server keeps saying it changed in between. */
 const handOverAttempts = 3;
 
@@ -130,8 +130,7 @@ export class Children {
       ];
       const target = { name: state.child.name, namespace, body: patch };
       try {
-        if (state.child.kind === "Deployment") await this.clients.apps.patchNamespacedDeployment(target, jsonPatch);
-        else await this.clients.core.patchNamespacedService(target, jsonPatch);
+        await childApis[state.child.kind].patch(this.clients, target, jsonPatch);
         return true;
       } catch (error) {
         if (!isConflict(error)) throw error;
@@ -155,8 +154,7 @@ export class Children {
       if (state.state !== "owned" || !state.added.length) continue;
       const { kind, name, manifest } = state.child;
       const target = { name, namespace: object.metadata.namespace, fieldManager, force: true };
-      if (kind === "Deployment") await this.clients.apps.patchNamespacedDeployment({ ...target, body: { apiVersion: "apps/v1", kind, ...manifest } }, serverSideApply);
-      else await this.clients.core.patchNamespacedService({ ...target, body: { apiVersion: "v1", kind, ...manifest } }, serverSideApply);
+      await childApis[kind].patch(this.clients, { ...target, body: { apiVersion: childKinds[kind].apiVersion, kind, ...manifest } }, serverSideApply);
       applied++;
     }
     return applied;
@@ -173,12 +171,10 @@ export class Children {
   }
 
   private cached(namespace: string, child: ChildManifest): KubernetesObject | undefined {
-    return child.kind === "Deployment" ? this.watcher.deployment(namespace, child.name) : this.watcher.service(namespace, child.name);
+    return this.watcher.child(child.kind, namespace, child.name);
   }
 
-  private async read(namespace: string, child: Pick<ChildManifest, "kind" | "name">): Promise<KubernetesObject | undefined> {
-    const { name } = child;
-    if (child.kind === "Deployment") return orUndefined<V1Deployment>(() => this.clients.apps.readNamespacedDeployment({ name, namespace }));
-    return orUndefined<V1Service>(() => this.clients.core.readNamespacedService({ name, namespace }));
+  private read(namespace: string, child: Pick<ChildManifest, "kind" | "name">): Promise<KubernetesObject | undefined> {
+    return orUndefined(() => childApis[child.kind].read(this.clients, namespace, child.name));
   }
 }

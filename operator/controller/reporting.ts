@@ -5,7 +5,7 @@
 import type { V1Deployment } from "@kubernetes/client-node";
 import { podSelector } from "../../components/kinds.ts";
 import { selectorString } from "../../components/metadata.ts";
-import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../../crds/types.ts";
+import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
 import type { Children, Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
 import { describeDrift } from "./drift.ts";
@@ -47,7 +47,7 @@ export interface ReporterDeps {
 
 export class Reporter {
   /** The last status written per object: fresher than the watch cache right after a write. */
-  private readonly written = new Map<string, MemcachedStatus>();
+  private readonly written = new Map<string, WorkloadStatus>();
 
   private readonly deps: ReporterDeps;
 
@@ -56,7 +56,7 @@ export class Reporter {
   }
 
   /** The status last written for the object of this uid, if any. */
-  lastWritten(uid: string): MemcachedStatus | undefined {
+  lastWritten(uid: string): WorkloadStatus | undefined {
     return this.written.get(uid);
   }
 

@@ -2,7 +2,7 @@
 // stack report, written through the status subresource only when something in it changed.
 import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
 import { describe } from "../../components/kinds.ts";
-import type { MemcachedStatus, PreviewStatus, StackStatus, Workload } from "../../crds/types.ts";
+import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
@@ -71,11 +71,12 @@ export function observedGeneration(generation: number | undefined, phase: Phase,
   return decodeApplied(stack.appliedFingerprint)?.generation ?? 0;
 }
 
-export function computeStatus(input: StatusInput, now = new Date()): MemcachedStatus {
+/** What every kind reports (WorkloadStatus), with the fields only the object's kind reports (its description's statusOf). */
+export function computeStatus(input: StatusInput, now = new Date()): WorkloadStatus {
   const { object, deployment } = input;
   const previous = object.status ?? {};
   const generation = object.metadata.generation;
-  const status: MemcachedStatus = {
+  const status: WorkloadStatus = {
     observedGeneration: observedGeneration(generation, input.phase, input.stack),
     replicas: deployment?.status?.replicas ?? 0,
     readyReplicas: deployment?.status?.readyReplicas ?? 0,
@@ -105,14 +106,14 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function withoutTimestamp(status: MemcachedStatus | undefined): string {
+function withoutTimestamp(status: WorkloadStatus | undefined): string {
   return canonical({ ...status, lastUpdateTime: undefined });
 }
 
 /** Writes `status` unless it says what the object already says; returns whether it wrote. */
-export async function writeStatus(clients: KubeClients, object: Workload, status: MemcachedStatus): Promise<boolean> {
+export async function writeStatus(clients: KubeClients, object: Workload, status: WorkloadStatus): Promise<boolean> {
   if (withoutTimestamp(object.status) === withoutTimestamp(status)) return false;
-  const stamped = JSON.parse(JSON.stringify({ ...status, lastUpdateTime: new Date().toISOString() })) as MemcachedStatus;
+  const stamped = JSON.parse(JSON.stringify({ ...status, lastUpdateTime: new Date().toISOString() })) as WorkloadStatus;
   await patchWorkload(clients, keyOf(object), [{ op: "add", path: "/status", value: stamped }], "status");
   object.status = stamped;
   return true;

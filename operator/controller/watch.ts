@@ -1,11 +1,13 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
 // enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
 // status-only change leaves a key in backoff to its retry (child-events.ts).
-import { ListWatch, type Informer, type KubernetesObject, type ObjectCache, type V1Deployment, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { ListWatch, type Informer, type KubernetesObject, type ObjectCache, type V1Pod } from "@kubernetes/client-node";
+import { childKindNames, childPath, resourcePath, type ChildKind } from "../../crds/child-kinds.ts";
 import { workloadKinds } from "../../components/kinds.ts";
 import { managedBy, managedByLabel } from "../../components/metadata.ts";
-import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { BoundedWatch } from "../kube/bounded-watch.ts";
+import { childApis } from "../kube/child-apis.ts";
 import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
@@ -51,16 +53,11 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promis
   });
 }
 
-function path(base: string, resource: string, namespace: string | undefined): string {
-  return namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
-}
-
 export class Watcher {
   private readonly watches: WatchState[] = [];
   private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
-  private readonly deployments: Cached<V1Deployment>[] = [];
+  private readonly children = new Map<ChildKind, Cached<KubernetesObject>[]>();
   private readonly pods: Cached<V1Pod>[] = [];
-  private readonly services: Cached<V1Service>[] = [];
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   private stopped = false;
@@ -90,11 +87,11 @@ export class Watcher {
         const informer = this.workloadInformer(kind, ns);
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
-      this.deployments.push(this.childInformer<V1Deployment>(path("/apis/apps/v1", "deployments", ns), () =>
-        ns ? clients.apps.listNamespacedDeployment({ namespace: ns, labelSelector: managedSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector: managedSelector }), false));
-      this.services.push(this.childInformer<V1Service>(path("/api/v1", "services", ns), () =>
-        ns ? clients.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector: managedSelector }), false));
-      this.pods.push(this.childInformer<V1Pod>(path("/api/v1", "pods", ns), () =>
+      for (const kind of childKindNames) {
+        const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => childApis[kind].list(clients, ns, managedSelector), false);
+        this.children.set(kind, [...(this.children.get(kind) ?? []), informer]);
+      }
+      this.pods.push(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
         ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), true));
     }
   }
@@ -110,7 +107,7 @@ export class Watcher {
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, path(`/apis/${group}/${version}`, plural, ns), list);
+    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list);
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
@@ -216,12 +213,9 @@ export class Watcher {
     return [...this.workloads].flatMap(([kind, informers]) => informers.flatMap((informer) => informer.list().map((object) => keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }))));
   }
 
-  deployment(namespace: string, name: string): V1Deployment | undefined {
-    return this.deployments.map((informer) => informer.get(name, namespace)).find(Boolean);
-  }
-
-  service(namespace: string, name: string): V1Service | undefined {
-    return this.services.map((informer) => informer.get(name, namespace)).find(Boolean);
+  /** The child of kind `kind` named `name`, as the cache has it. */
+  child(kind: ChildKind, namespace: string, name: string): KubernetesObject | undefined {
+    return (this.children.get(kind) ?? []).map((informer) => informer.get(name, namespace)).find(Boolean);
   }
 
   podsOf(namespace: string, selector: Record<string, string>): V1Pod[] {

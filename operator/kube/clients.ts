@@ -73,7 +73,10 @@ export function keyOf(object: Workload): ObjectKey {
 
 export type JsonPatch = ({ op: "add" | "replace" | "test"; path: string; value: unknown } | { op: "remove"; path: string })[];
 
-const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+/** Request options that send the body as a JSON patch, a JSON merge patch, or a server-side apply. */
+export const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+export const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+export const serverSideApply = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
 
 /** The object as the API server has it now (not a cache), or undefined when it does not exist. */
 export async function readWorkload(clients: KubeClients, key: ObjectKey): Promise<Workload | undefined> {

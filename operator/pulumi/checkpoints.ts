@@ -1,14 +1,14 @@
 // The file backend's checkpoints, read directly: whether a stack exists, what its state records,
 // and whether it carries pending operations, each known without a Pulumi process.
 import { join } from "node:path";
-import { childResourceTypes } from "../../components/workload.ts";
+import { childKindOf, type ChildKind } from "../../crds/child-kinds.ts";
 import { fileBackendRoot } from "./engine.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
 
 /** A child of an object as a stack's state records it. */
 export interface RecordedChild {
-  readonly kind: "Deployment" | "Service";
+  readonly kind: ChildKind;
   readonly namespace: string;
   readonly name: string;
 }
@@ -20,9 +20,34 @@ export interface StateResource {
   readonly id?: string;
 }
 
+/**
+ * A stack's deployment as the file backend's checkpoint holds it (`checkpoint.latest`) and as
+ * `stack export` returns it (`deployment`): the parts appstack reads or changes. Pulumi does not
+ * document the layout; the tests run the pinned CLI against it (new-stacks.test.ts, trust.test.ts).
+ */
+export interface StateDeployment {
+  manifest?: { time?: string };
+  resources?: StateResource[];
+  pending_operations?: unknown[];
+}
+
+/** The file backend's checkpoint file, `stacks/<project>/<stack>.json`. */
+export interface CheckpointFile {
+  checkpoint: { stack: string; latest?: StateDeployment };
+}
+
+export function parseCheckpoint(text: string): CheckpointFile {
+  return JSON.parse(text) as CheckpointFile;
+}
+
+/** The deployment of a `stack export` (the SDK types it `any`). */
+export function exportedDeployment(state: { readonly deployment?: unknown }): StateDeployment | undefined {
+  return state.deployment as StateDeployment | undefined;
+}
+
 export function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
   return resources.flatMap((resource) => {
-    const kind = (Object.keys(childResourceTypes) as RecordedChild["kind"][]).find((k) => childResourceTypes[k] === resource.type);
+    const kind = childKindOf(resource.type);
     const [namespace, name] = (resource.id ?? "").split("/");
     return kind && namespace && name ? [{ kind, namespace, name }] : [];
   });
@@ -64,9 +89,9 @@ export class Checkpoints {
   }
 
   /** The file backend's checkpoint, read directly (one read, no check first); undefined when it is absent (or compressed). */
-  async file(base: string): Promise<{ latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } | undefined> {
+  async file(base: string): Promise<CheckpointFile["checkpoint"] | undefined> {
     const text = await this.io.readTextIfAny(`${base}.json`);
     if (text === undefined) return undefined;
-    return (JSON.parse(text) as { checkpoint?: { latest?: { resources?: StateResource[]; pending_operations?: unknown[] } } }).checkpoint;
+    return parseCheckpoint(text).checkpoint;
   }
 }

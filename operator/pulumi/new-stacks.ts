@@ -11,6 +11,7 @@
 // secret, export), so an upgrade that changes them fails there.
 import { join } from "node:path";
 import yaml from "js-yaml";
+import { parseCheckpoint } from "./checkpoints.ts";
 import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
 export interface NewStackTemplate {
@@ -18,10 +19,6 @@ export interface NewStackTemplate {
   readonly checkpoint: string;
   /** The stack's settings file (Pulumi.<stack>.yaml) `stack init` wrote. */
   readonly settings: string;
-}
-
-interface CheckpointFile {
-  checkpoint: { stack: string; latest?: { manifest?: { time?: string }; resources?: unknown[] } };
 }
 
 const templateFile = (workDir: string) => join(workDir, "new-stack-template.json");
@@ -61,7 +58,7 @@ export async function loadTemplate(workDir: string, secretsProvider: string, io:
  */
 export async function saveTemplate(workDir: string, checkpointPath: string, stack: string, io: StateIo): Promise<NewStackTemplate | undefined> {
   const checkpoint = await io.readText(checkpointPath);
-  const parsed = JSON.parse(checkpoint) as CheckpointFile;
+  const parsed = parseCheckpoint(checkpoint);
   if (!parsed.checkpoint.stack.endsWith(`/${stack}`) || parsed.checkpoint.latest?.resources?.length) return undefined;
   const template = { checkpoint, settings: await io.readText(stackSettingsFile(workDir, stack)) };
   await writeAtomically(templateFile(workDir), JSON.stringify(template), io);
@@ -73,7 +70,7 @@ export async function saveTemplate(workDir: string, checkpointPath: string, stac
  * checkpoint is what makes the stack exist, so a kill in between leaves a stack still to make.
  */
 export async function createFromTemplate(template: NewStackTemplate, workDir: string, checkpointPath: string, stack: string, io: StateIo): Promise<void> {
-  const parsed = JSON.parse(template.checkpoint) as CheckpointFile;
+  const parsed = parseCheckpoint(template.checkpoint);
   parsed.checkpoint.stack = parsed.checkpoint.stack.replace(/[^/]+$/, stack);
   if (parsed.checkpoint.latest?.manifest) parsed.checkpoint.latest.manifest.time = new Date().toISOString();
   await writeAtomically(stackSettingsFile(workDir, stack), template.settings, io);

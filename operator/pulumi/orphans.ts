@@ -2,9 +2,9 @@
 // own, so when the operator and its engines are killed outside a container (in a pod the whole
 // container goes), the kubernetes provider processes live on, idle, about 120 MiB each. Adopted
 // by init, they are known orphans: no engine of ours will talk to them again.
-import { readdirSync, readFileSync } from "node:fs";
 import { basename, join, sep } from "node:path";
 import type { Logger } from "../base/log.ts";
+import { commandLine, processIds, processStat } from "../base/procfs.ts";
 
 export interface ProcessInfo {
   readonly pid: number;
@@ -13,22 +13,19 @@ export interface ProcessInfo {
   readonly args: readonly string[];
 }
 
+/** Undefined when `pid` is gone meanwhile, or not ours to read. */
 function processInfo(pid: number): ProcessInfo | undefined {
-  try {
-    const [command = "", ...args] = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    const parent = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    return parent ? { pid, parentPid: Number(parent), command, args } : undefined;
-  } catch {
-    // Gone meanwhile, or not ours to read.
-    return undefined;
-  }
+  const line = commandLine(pid);
+  const parent = line && processStat(pid)?.fields[1];
+  if (!line || !parent) return undefined;
+  const [command = "", ...args] = line;
+  return { pid, parentPid: Number(parent), command, args };
 }
 
 function processes(): ProcessInfo[] {
   if (process.platform !== "linux") return [];
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .map((entry) => processInfo(Number(entry)))
+  return processIds()
+    .map(processInfo)
     .filter((info): info is ProcessInfo => info !== undefined);
 }
 

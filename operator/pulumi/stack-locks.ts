@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import { basename, join, relative, sep } from "node:path";
 import { fileBackendRoot } from "./engine.ts";
 import type { HolderCheck, HolderVerdict } from "../base/lock-holders.ts";
+import { processStat } from "../base/procfs.ts";
 import type { Logger } from "../base/log.ts";
 import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
 
@@ -24,16 +25,6 @@ export interface LockSweep {
   readonly held?: string;
 }
 
-/** The fields of /proc/<pid>/stat after the command name (state first); undefined where that cannot be read. */
-function processStat(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Whether `pid` still runs. A zombie does not: it has exited and only waits to be reaped, by its
  * parent or, once that died too (an engine killed with its operator), by init, which may take
@@ -47,13 +38,13 @@ function processAlive(pid: number): boolean {
     // pulumi` or `appstack stacks`, whose lock is as live as an engine's of this operator.
     if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
   }
-  return processStat(pid)?.[0] !== "Z";
+  return processStat(pid)?.fields[0] !== "Z";
 }
 
 /** When a process started (ms since the epoch), from /proc; undefined where that cannot be read. */
 function processStartMs(pid: number): number | undefined {
   try {
-    const startTicks = Number(processStat(pid)?.[19]);
+    const startTicks = Number(processStat(pid)?.fields[19]);
     const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
     // USER_HZ is 100 on Linux.
     return Number.isFinite(startTicks) && Number.isFinite(bootSeconds) ? bootSeconds * 1000 + startTicks * 10 : undefined;

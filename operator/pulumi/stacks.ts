@@ -4,13 +4,13 @@
 // backend's checkpoints (checkpoints.ts) and which stacks carry no pending operations
 // (pending-operations.ts), the repairs (recovery.ts), and every call's deadline (deadline-runner.ts).
 import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@pulumi/pulumi/automation/index.js";
-import { childResourceTypes } from "../../components/workload.ts";
+import { childKinds } from "../../crds/child-kinds.ts";
 import type { StackOperation } from "../../crds/types.ts";
 import type { EngineSettings } from "./engine.ts";
 import type { Logger } from "../base/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
-import { Checkpoints, childrenIn, type RecordedChild, type StateResource } from "./checkpoints.ts";
+import { Checkpoints, childrenIn, exportedDeployment, type RecordedChild } from "./checkpoints.ts";
 import { DeadlineRunner, defaultOperationTimeoutMs, type OperationObserver } from "./deadline-runner.ts";
 import { PendingOperations } from "./pending-operations.ts";
 import { Recovery, type RecoverySettings } from "./recovery.ts";
@@ -67,7 +67,7 @@ export class StackDriver {
     // would otherwise cost one more.
     if ((await this.pending.known(stack.name)) === false) return;
     const state = await this.deadlines.command(kind, stack.name, "stack export", () => stack.exportStack());
-    const deployment = state.deployment as { pending_operations?: unknown[] } | undefined;
+    const deployment = exportedDeployment(state);
     if (!deployment?.pending_operations?.length) return;
     this.log.warn("clearing pending operations left by an interrupted update", { stack: stack.name, count: deployment.pending_operations.length });
     deployment.pending_operations = [];
@@ -169,7 +169,7 @@ export class StackDriver {
       const stack = await this.selection.existing(name);
       if (!stack) return [];
       const state = await this.deadlines.command("up", name, "stack export", () => stack.exportStack());
-      return childrenIn((state.deployment as { resources?: StateResource[] } | undefined)?.resources ?? []);
+      return childrenIn(exportedDeployment(state)?.resources ?? []);
     });
   }
 
@@ -181,10 +181,10 @@ export class StackDriver {
     return this.deadlines.answered("destroy", async () => {
       const stack = await this.selection.existing(name);
       if (!stack) return;
-      const drop = new Set(resources.map((r) => `${childResourceTypes[r.kind]} ${r.namespace}/${r.name}`));
+      const drop = new Set(resources.map((r) => `${childKinds[r.kind].resourceType} ${r.namespace}/${r.name}`));
       await this.recovery.unlocked(name, async () => {
         const state = await this.deadlines.command("destroy", name, "stack export", () => stack.exportStack());
-        const deployment = state.deployment as { resources?: StateResource[] } | undefined;
+        const deployment = exportedDeployment(state);
         const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
         if (!deployment?.resources || kept.length === deployment.resources.length) return;
         this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });

@@ -1,17 +1,16 @@
 // The baseline: a minimal reconciler in the controller-runtime style of the kubebuilder tutorials,
 // written with @kubernetes/client-node server-side apply and no Pulumi. It applies the same
 // manifests appstack's components make, and reports Ready the same way.
-import { makeInformer, PatchStrategy, setHeaderOptions, type KubernetesObject } from "@kubernetes/client-node";
+import { makeInformer, type KubernetesObject } from "@kubernetes/client-node";
 import { applyObjects } from "../../operator/kube/apply.ts";
 import { appDeployment, appService } from "../../components/manifests.ts";
 import type { App } from "../../crds/types.ts";
-import { kubeClients } from "../../operator/kube/clients.ts";
+import { jsonPatch, kubeClients } from "../../operator/kube/clients.ts";
 import { ownerOf } from "../../components/metadata.ts";
 import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { rolloutPhase } from "../../operator/controller/status.ts";
 
 const clients = kubeClients(process.env["KUBECONFIG"]);
-const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
 async function apply(manifest: object, kind: string, apiVersion: string): Promise<void> {
   await applyObjects(clients, [{ apiVersion, kind, ...manifest }], "baseline");

@@ -1,9 +1,8 @@
 // The drift part of `npm run bench`: Deployments of settled Apps scaled by hand, and the time until
 // appstack has noticed (through the watch) and repaired them, each edit on its own and N at once.
 import { setTimeout as sleep } from "node:timers/promises";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
-import type { KubeClients } from "../../operator/kube/clients.ts";
+import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 
 export interface DriftRound {
   /** Seconds from one edit to its repair (the Deployment back at its App's replicas and the App Ready), one edit at a time. */
@@ -13,7 +12,6 @@ export interface DriftRound {
   readonly allSeconds: number;
 }
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 async function repaired(clients: KubeClients, namespace: string, name: string, replicas: number): Promise<void> {
   const deadline = Date.now() + 10 * 60_000;

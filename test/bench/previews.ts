@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { approveAnnotation, type App } from "../../crds/types.ts";
-import type { KubeClients } from "../../operator/kube/clients.ts";
+import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 export interface PreviewRound {
@@ -46,10 +46,9 @@ export async function previewRound(clients: KubeClients, namespace: string, n: n
   const previewed = await until(clients, namespace, n, (app) => app.status?.preview?.generation === app.metadata.generation);
   const previewedSeconds = (Date.now() - started) / 1000;
   const approving = Date.now();
-  const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
   await Promise.all(previewed.map((app) => clients.custom.patchNamespacedCustomObject(
     { ...api, namespace, name: app.metadata.name, body: { metadata: { annotations: { [approveAnnotation]: app.status!.preview!.planId } } } },
-    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    mergePatch,
   )));
   await until(clients, namespace, n, (app) => !!app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
   return { n, previewedSeconds, approvedSeconds: (Date.now() - approving) / 1000 };

@@ -8,8 +8,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
-import { kubeClients, type KubeClients } from "../../operator/kube/clients.ts";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { kubeClients, mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
@@ -65,7 +64,6 @@ function percentile(sorted: number[], p: number): number {
 }
 
 const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } as const;
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** The operator's metrics; empty for the baseline, which has none. */
 async function scrape(metricsPort: number | undefined): Promise<string> {

@@ -14,10 +14,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { FaultProxy, kubeconfigThrough } from "../helpers/fault-proxy.ts";
 import { disposeOperator, firstPassDone, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { mergePatch } from "../../operator/kube/clients.ts";
 
 const namespace = "default";
 const scratch = mkdtempSync(join(tmpdir(), "appstack-api-faults-"));
@@ -144,7 +144,7 @@ test("watch connections left half-open: a child's change made meanwhile still re
 
   replica.proxy.set("half-open");
   const changedAt = Date.now();
-  await apps.patchNamespacedDeploymentScale({ name: "watched", namespace: ns, body: { spec: { replicas: 3 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  await apps.patchNamespacedDeploymentScale({ name: "watched", namespace: ns, body: { spec: { replicas: 3 } } }, mergePatch);
   // Only through a new watch can the operator learn of the scale (its resync is 10 minutes away):
   // repaired, and the App Ready for it.
   await eventually("the scale to be repaired", async () => {

@@ -5,17 +5,16 @@ import assert from "node:assert/strict";
 import { existsSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { approveAnnotation } from "../../crds/types.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, eventWithReason, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites, type Hold } from "../helpers/hold.ts";
 import { disposeOperator, lockFiles, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { mergePatch } from "../../operator/kube/clients.ts";
 
 let operator: OperatorProcess | undefined;
 const cluster = useCluster(undefined, () => disposeOperator(operator));
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 const orphans = (stateDir: string) => orphanedPlugins(join(stateDir, "pulumi-home"));
 

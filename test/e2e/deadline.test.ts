@@ -5,9 +5,10 @@
 // operation at the deadline while the leader goes on renewing its lease and the others converge.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { constants, promises as fs, readdirSync, readFileSync, renameSync } from "node:fs";
+import { constants, promises as fs, renameSync } from "node:fs";
 import { test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
+import { commandLine, processIds } from "../../operator/base/procfs.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventsOf, eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
@@ -53,13 +54,9 @@ test("an operation past its deadline is cancelled, its stack unlocked, the objec
 
 /** Every process on this machine running an engine operation on `stack`, whoever its parent is. */
 function enginesAnywhere(stack: string): number[] {
-  return readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).flatMap((entry) => {
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      return args.some((arg, i) => arg === "--stack" && args[i + 1] === stack) ? [Number(entry)] : [];
-    } catch {
-      return [];
-    }
+  return processIds().filter((pid) => {
+    const args = commandLine(pid) ?? [];
+    return args.some((arg, i) => arg === "--stack" && args[i + 1] === stack);
   });
 }
 

@@ -10,10 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
-import { kubeClients } from "../../operator/kube/clients.ts";
+import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { pulumiCommand } from "../../operator/pulumi/engine.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
@@ -85,7 +84,7 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   assert.deepEqual(changed, ["up"]);
   assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.template.spec?.containers[0]?.image, "nginx:1.28");
 
-  await apps.patchNamespacedDeploymentScale({ name: "cost", namespace: "default", body: { spec: { replicas: 4 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  await apps.patchNamespacedDeploymentScale({ name: "cost", namespace: "default", body: { spec: { replicas: 4 } } }, mergePatch);
   let repaired: string[] = [];
   const repairProviders = await providersDuring(async () => (repaired = await commandsDuring(() => driver.up("app.default.cost", programFor(app), { refresh: true }))));
   assert.deepEqual(repaired, ["up --refresh"]);

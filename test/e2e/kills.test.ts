@@ -7,9 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { installApi } from "../../operator/kube/apply.ts";
-import { kubeClients } from "../../operator/kube/clients.ts";
+import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { seedFrom } from "../helpers/random.ts";
@@ -22,7 +21,6 @@ const env = { APPSTACK_LEADER_ELECT: "false" };
 let operator: OperatorProcess | undefined;
 const cluster = useCluster(undefined, () => disposeOperator(operator));
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 test(`${kills} SIGKILLs at random moments of up, destroy, refresh and preview: every object converges and nothing is left behind`, async () => {
   const random = seedFrom("APPSTACK_KILL_SEED", "kill test");

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { CoreV1Event, V1Deployment } from "@kubernetes/client-node";
 import type { App, Memcached } from "../../crds/types.ts";
+import { mergePatch } from "../../operator/kube/clients.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, eventWithReason as eventWithReasonOf, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { disposeOperator, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
@@ -119,10 +120,9 @@ test("a Deployment deleted or edited out of band is repaired through Pulumi", as
   assert.equal(recreated.spec?.replicas, 3);
   await eventWithReason("team-a", "web", "DriftRepaired");
 
-  const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
   await cluster().apps.patchNamespacedDeployment(
     { name: "web", namespace: "team-a", body: { spec: { replicas: 1 } } },
-    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    mergePatch,
   );
   await eventually("replicas to be restored to 3", async () => ((await deployment("team-a", "web")).spec?.replicas === 3 ? true : undefined));
   await workloads.ready("App", "team-a", "web");

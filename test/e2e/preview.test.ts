@@ -8,13 +8,14 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { PatchStrategy, setHeaderOptions, type V1Deployment } from "@kubernetes/client-node";
+import type { V1Deployment } from "@kubernetes/client-node";
 import { approveAnnotation, type App, type Condition, type PreviewStatus } from "../../crds/types.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { denyWrites, holdWrites, type AdmissionRequest } from "../helpers/hold.ts";
 import { kstatus, type KstatusStatus } from "../helpers/kstatus.ts";
 import { disposeOperator, previewCli, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { mergePatch } from "../../operator/kube/clients.ts";
 
 let operator: OperatorProcess | undefined;
 let workloads: Workloads;
@@ -138,7 +139,6 @@ function readsAs(app: App, status: KstatusStatus, observedGeneration: number, st
   assert.equal(app.status?.observedGeneration, observedGeneration, `${state}: observedGeneration`);
 }
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 async function getApp(name: string): Promise<App> {
   return (await workloads.get("App", namespace, name)) as App;

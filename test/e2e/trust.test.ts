@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { promisify } from "node:util";
-import { PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Deployment } from "@kubernetes/client-node";
 import { podSelector } from "../../components/kinds.ts";
 import type { App, Workload, WorkloadKind } from "../../crds/types.ts";
 import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
@@ -17,6 +17,7 @@ import { holdWrites } from "../helpers/hold.ts";
 import { injectEnv } from "../helpers/inject.ts";
 import { counterTotal, disposeOperator, httpGet, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { toolPath } from "../../toolchain/tools.ts";
+import { jsonPatch, mergePatch } from "../../operator/kube/clients.ts";
 
 const namespace = "default";
 let operator: OperatorProcess | undefined;
@@ -37,8 +38,6 @@ const cluster = useCluster(
 
 const app = (name: string, spec: Record<string, unknown>) => ({ kind: "App" as const, metadata: { name, namespace }, spec });
 const execFileAsync = promisify(execFile);
-const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 const deployment = (name: string) => orUndefined(() => cluster().apps.readNamespacedDeployment({ name, namespace }));
 const service = (name: string) => orUndefined(() => cluster().core.readNamespacedService({ name, namespace }));

@@ -8,7 +8,7 @@ import { CustomObjectsApi } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 import { approveAnnotation, group, plurals, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
-import { kubeClients } from "../../operator/kube/clients.ts";
+import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
@@ -134,14 +134,12 @@ export class Workloads {
 
   /** A JSON merge patch, as `kubectl patch --type=merge`: metadata and spec in one write. */
   async merge(kind: WorkloadKind, namespace: string, name: string, body: Record<string, unknown>): Promise<void> {
-    const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
-    await this.api.patchNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name, body }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await this.api.patchNamespacedCustomObject({ group, version, plural: plurals[kind], namespace, name, body }, mergePatch);
   }
 
   /** What `kubectl scale` does: through the scale subresource. */
   async scale(kind: WorkloadKind, namespace: string, name: string, replicas: number): Promise<void> {
-    const { PatchStrategy, setHeaderOptions } = await import("@kubernetes/client-node");
-    await this.api.patchNamespacedCustomObjectScale({ group, version, plural: plurals[kind], namespace, name, body: { spec: { replicas } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await this.api.patchNamespacedCustomObjectScale({ group, version, plural: plurals[kind], namespace, name, body: { spec: { replicas } } }, mergePatch);
   }
 
   async delete(kind: WorkloadKind, namespace: string, name: string): Promise<void> {

@@ -1,6 +1,7 @@
 // Samples a process tree from /proc: peak memory of the root and of the whole tree, the Pulumi
 // processes it started, and CPU seconds (own, and of the children it reaped) at the end.
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { commandLine, processIds, processStat } from "../../operator/base/procfs.ts";
 
 const ticks = 100; // USER_HZ on Linux
 const pageKiB = 4;
@@ -17,15 +18,14 @@ interface Stat {
 }
 
 function readStat(pid: number): Stat | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const close = text.lastIndexOf(")");
-    const comm = text.slice(text.indexOf("(") + 1, close);
-    const f = text.slice(close + 2).split(" ");
-    return { pid, comm, ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), rssKiB: Number(f[21]) * pageKiB };
-  } catch {
-    return undefined;
-  }
+  const stat = processStat(pid);
+  if (!stat) return undefined;
+  const f = stat.fields;
+  return { pid, comm: stat.command, ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), rssKiB: Number(f[21]) * pageKiB };
+}
+
+function readStats(): Stat[] {
+  return processIds().map(readStat).filter((s): s is Stat => s !== undefined);
 }
 
 function readPssKiB(pid: number): number {
@@ -38,21 +38,12 @@ function readPssKiB(pid: number): number {
 
 /** Processes whose command line mentions `marker`, found the way `ps` would. */
 export function processesMentioning(marker: string): number[] {
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+  return processIds().filter((pid) => commandLine(pid)?.join("\0").includes(marker));
 }
 
 /** The processes under `root` (its whole tree), now; only those whose command name is `comm` when given. */
 export function processesUnder(root: number, comm?: string): number[] {
-  const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
+  const stats = readStats();
   const found: number[] = [];
   const stack = [root];
   while (stack.length) {
@@ -110,7 +101,7 @@ export class ProcessTreeSampler {
   }
 
   private sample(): void {
-    const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map((d) => readStat(Number(d))).filter((s): s is Stat => s !== undefined);
+    const stats = readStats();
     const children = new Map<number, Stat[]>();
     for (const s of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), s]);
     const commOf = new Map(stats.map((s) => [s.pid, s.comm]));

@@ -1,8 +1,9 @@
 // Control-plane processes: started with their output in a log file, stopped by signal, and found
 // again from the cluster's state file after the process that started them has gone.
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { commandLine, processStat } from "../../operator/base/procfs.ts";
 
 export interface ComponentProcess {
   readonly name: string;
@@ -36,16 +37,10 @@ export function startComponent(name: string, binary: string, args: string[], log
 
 /** True while `pid` is alive and still the process we started (its command line names `marker`). */
 export function isOurs(pid: number, marker: string): boolean {
-  const cmdline = `/proc/${pid}/cmdline`;
-  if (!existsSync(cmdline)) return false;
-  try {
-    const status = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // A zombie is already dead; it only waits for its parent to reap it.
-    if (/^\d+ \(.*\) Z/.test(status)) return false;
-    return readFileSync(cmdline, "utf8").includes(marker);
-  } catch {
-    return false;
-  }
+  const state = processStat(pid)?.fields[0];
+  // A zombie is already dead; it only waits for its parent to reap it.
+  if (state === undefined || state === "Z") return false;
+  return commandLine(pid)?.join("\0").includes(marker) ?? false;
 }
 
 export function logTail(component: ComponentProcess, lines = 15): string {
