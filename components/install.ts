@@ -3,6 +3,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
+import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
 
 export interface AppstackInstallArgs {
@@ -124,6 +125,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
       for (const watched of args.watchNamespaces ?? []) {
         new k8s.rbac.v1.RoleBinding(`${name}-binding-${watched}`, { metadata: { name: bindingName, namespace: watched, labels }, roleRef, subjects: subject }, { parent: this });
       }
+      operatorBindingPolicy(name, { username: pulumi.interpolate`system:serviceaccount:${namespace}:${account.metadata.name}`, binding: bindingName, labels }, this);
     } else {
       new k8s.rbac.v1.ClusterRoleBinding(`${name}-binding`, { metadata: { name: bindingName, labels }, roleRef, subjects: subject }, { parent: this });
     }

@@ -9,8 +9,9 @@
 // object, so a namespace without any, or an uninstall after the objects are deleted, never waits.
 //
 // The operator may `get` and `patch` its own binding only (a rule with resourceNames); the API
-// server's escalation check passes, since the change is of finalizers alone (and the operator holds
-// every rule of the role the binding grants). The alternatives were worse: a cluster-wide binding
+// server's escalation check passes, since the change is of finalizers alone (anything else it
+// would pass too, the operator holding every rule of the role the binding grants: the install's
+// admission policy, components/binding-policy.ts, refuses it a change of subjects). The alternatives were worse: a cluster-wide binding
 // for finalizers only gives a namespace-scoped install rights on appstack objects in every
 // namespace; forgetting the stacks of a terminating namespace (deletion.ts) still needs the right
 // to remove their finalizers, and would leave stack state behind whenever the binding went first.

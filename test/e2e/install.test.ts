@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { ApiextensionsV1Api, AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1Deployment } from "@kubernetes/client-node";
+import { ApiextensionsV1Api, AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1Deployment } from "@kubernetes/client-node";
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation/index.js";
 import { AppstackCrds } from "../../components/crds.ts";
 import { AppstackInstall } from "../../components/install.ts";
@@ -216,6 +216,13 @@ test("a namespace-scoped install: a new leader breaks the stack lock of a replic
     // The new leader read pod appstack-peer-a (not found: the lock's engine is gone) and broke its lock.
     await workloads.ready("App", "tenant-b", "locked", 90_000);
     assert.deepEqual((await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" })).metadata?.finalizers, [rbacInUseFinalizer]);
+    // The operator's token may change that binding's finalizers (it just did), not whom it grants.
+    const asOperator = loadKubeConfig(scoped.tokenKubeconfig).makeApiClient(RbacAuthorizationV1Api);
+    const widen = [{ op: "add", path: "/subjects/-", value: { kind: "ServiceAccount", name: "default", namespace: "tenant-b" } }];
+    await assert.rejects(
+      asOperator.patchNamespacedRoleBinding({ name: binding, namespace: "tenant-b", body: widen, dryRun: "All" }, setHeaderOptions("Content-Type", PatchStrategy.JsonPatch)),
+      (error: { code?: number; body?: unknown }) => error.code === 403 && String(error.body).includes("not its subjects"),
+    );
     // The last App of a namespace that stays lets the binding go: nothing holds an uninstall.
     await workloads.delete("App", "tenant-b", "locked");
     await workloads.gone("App", "tenant-b", "locked");

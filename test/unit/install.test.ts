@@ -63,7 +63,7 @@ test("more than one replica on the state volume is refused, with what to set ins
   assert.throws(() => new install.AppstackInstall("none", { passphrase: "p", replicas: 0 }), /appstack:replicas must be a positive integer, not 0/);
 });
 
-test("a namespace-scoped install may touch its own binding only, is told its name, and reads the pods of its own namespace", async () => {
+test("a namespace-scoped install may touch its own binding only (its finalizers), is told its name, and reads the pods of its own namespace", async () => {
   const scoped = new install.AppstackInstall("scoped", { passphrase: "p", watchNamespaces: ["team-a", "team-b"] });
   const rules = (await inputsOf(scoped, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "scoped-role"))["rules"] as { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
   const bindings = rules.filter((rule) => rule.resources.includes("rolebindings"));
@@ -74,6 +74,10 @@ test("a namespace-scoped install may touch its own binding only, is told its nam
   }
   const spec = (await inputsOf(scoped, "kubernetes:apps/v1:Deployment", "scoped-operator"))["spec"] as DeploymentSpec;
   assert.ok(spec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_RBAC_BINDING" && e.value === "appstack-operator-scoped"));
+  // ...and of that binding, its finalizers only: an admission policy for the operator's own user.
+  const policy = (await inputsOf(scoped, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "scoped-binding-policy"))["spec"] as { matchConstraints: { resourceRules: { resourceNames: string[] }[] }; matchConditions: { expression: string }[] };
+  assert.deepEqual(policy.matchConstraints.resourceRules.map((rule) => rule.resourceNames), [["appstack-operator-scoped"]]);
+  assert.deepEqual(policy.matchConditions.map((c) => c.expression), ["request.userInfo.username == 'system:serviceaccount:appstack-system:appstack-operator'"]);
   const own = (await inputsOf(scoped, "kubernetes:rbac.authorization.k8s.io/v1:Role", "scoped-leases"))["rules"] as { resources: string[]; verbs: string[] }[];
   assert.deepEqual(own.find((rule) => rule.resources.includes("pods"))?.verbs, ["get"]);
 
@@ -81,6 +85,7 @@ test("a namespace-scoped install may touch its own binding only, is told its nam
   const clusterWide = new install.AppstackInstall("wide", { passphrase: "p" });
   const wideRules = (await inputsOf(clusterWide, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "wide-role"))["rules"] as { resources: string[] }[];
   assert.ok(!wideRules.some((rule) => rule.resources.includes("rolebindings")));
+  assert.ok(!registered.some((r) => r.name === "wide-binding-policy"));
   const wideSpec = (await inputsOf(clusterWide, "kubernetes:apps/v1:Deployment", "wide-operator"))["spec"] as DeploymentSpec;
   assert.ok(!wideSpec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_RBAC_BINDING"));
 });
