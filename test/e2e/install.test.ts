@@ -156,6 +156,8 @@ test("a namespace-scoped install: deleting a watched namespace with an App in it
     await workloads.create({ kind: "App", metadata: { name: "doomed", namespace: "tenant-a" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
     await workloads.ready("App", "tenant-a", "doomed");
     const heldWhileApps = (await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-a" })).metadata?.finalizers;
+    // What the terminating-namespace policy reads (operator/kube/namespaces.ts), granted by the binding in that namespace.
+    assert.equal((await loadKubeConfig(tokenKubeconfig).makeApiClient(CoreV1Api).readNamespace({ name: "tenant-a" })).metadata?.name, "tenant-a");
     // Nothing of appstack's in tenant-b: its binding is held by nothing.
     assert.equal((await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" })).metadata?.finalizers, undefined);
 
