@@ -13,6 +13,7 @@ const install = new AppstackInstall("appstack", {
   backendUrl: config.get("backendUrl"),
   parallelism: config.getNumber("parallelism"),
   storageSize: config.get("storageSize"),
+  resources: config.getObject("resources"),
   passphrase: config.requireSecret("passphrase"),
 });
 

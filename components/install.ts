@@ -4,6 +4,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
+import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
 
 export interface AppstackInstallArgs {
@@ -11,7 +12,7 @@ export interface AppstackInstallArgs {
   readonly namespace?: string;
   /** Operator image (see Dockerfile). Default appstack:0.1.0. */
   readonly image?: string;
-  /** Operator replicas; one leads (Lease). Default 1: the default file backend lives on a ReadWriteOnce volume. */
+  /** Operator replicas; one leads (Lease). Default 1; more need `backendUrl`: the default file backend lives on a ReadWriteOnce volume. */
   readonly replicas?: number;
   /** Namespaces to watch; empty for all. */
   readonly watchNamespaces?: readonly string[];
@@ -23,16 +24,34 @@ export interface AppstackInstallArgs {
   readonly passphrase: pulumi.Input<string>;
   /** Size of the state volume. Default 1Gi. */
   readonly storageSize?: string;
+  /** The operator container's requests and limits. Default `defaultResources`. */
+  readonly resources?: k8s.types.input.core.v1.ResourceRequirements;
 }
 
 export const operatorName = "appstack-operator";
 const statePath = "/var/lib/appstack";
 const healthPort = 8081;
+/** Keeps the operator's rights in a watched namespace while appstack objects there have finalizers (operator/controller/binding-guard.ts). */
+export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
+
+/**
+ * Measured at the default parallelism of 3 (2026-11, a busy 2-core machine): the operator with its
+ * engines and providers peaked at 434 MiB proportional set size (the sum of their RSS, 650-900 MiB,
+ * counts shared pages once per process; the cgroup charges them once). The request covers that
+ * peak; the limit leaves room for larger stacks rather than kill an engine mid-update (its stack
+ * then stays locked until the next leader recovers it). No CPU limit: an engine keeps a core busy
+ * while it runs, and throttling would only stretch operations towards their deadlines.
+ */
+export const defaultResources = { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "2Gi" } };
 
 /** Exactly the verbs the operator uses, per resource. */
-export function operatorRules(): k8s.types.input.rbac.v1.PolicyRule[] {
+export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.PolicyRule[] {
   const observe = ["get", "list", "watch"];
+  // A namespace-scoped install: its own RoleBinding only, to add and remove rbacInUseFinalizer (the
+  // API server's escalation check lets a change of finalizers alone through).
+  const binding = rbacBinding ? [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], resourceNames: [rbacBinding], verbs: ["get", "patch"] }] : [];
   return [
+    ...binding,
     { apiGroups: ["appstack.dev"], resources: ["apps", "memcacheds"], verbs: [...observe, "patch"] },
     { apiGroups: ["appstack.dev"], resources: ["apps/status", "memcacheds/status"], verbs: ["get", "patch"] },
     // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers.
@@ -45,17 +64,38 @@ export function operatorRules(): k8s.types.input.rbac.v1.PolicyRule[] {
   ];
 }
 
-export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulumi.Input<string>): k8s.types.input.core.v1.EnvVar[] {
+export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulumi.Input<string>, rbacBinding?: string): k8s.types.input.core.v1.EnvVar[] {
   return [
     { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
     { name: "APPSTACK_HEALTH_ADDR", value: `:${healthPort}` },
     { name: "APPSTACK_STATE_DIR", value: statePath },
     { name: "APPSTACK_CONCURRENCY", value: String(args.parallelism ?? 3) },
     { name: "APPSTACK_NAMESPACES", value: (args.watchNamespaces ?? []).join(",") },
+    ...(rbacBinding ? [{ name: "APPSTACK_RBAC_BINDING", value: rbacBinding }] : []),
     // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
     ...(args.backendUrl ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: { secretKeyRef: { name: secretName, key: "backendUrl" } } }] : []),
     { name: "APPSTACK_PASSPHRASE", valueFrom: { secretKeyRef: { name: secretName, key: "passphrase" } } },
   ];
+}
+
+/** The replicas asked for; more than one only with a backend they can share. */
+export function operatorReplicas(args: AppstackInstallArgs): number {
+  const replicas = args.replicas ?? 1;
+  if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`appstack:replicas must be a positive integer, not ${replicas}`);
+  // A second pod would wait for the state volume for ever, and one leader at a time uses it anyway.
+  if (replicas > 1 && !args.backendUrl) throw new Error(`appstack:replicas ${replicas} needs appstack:backendUrl: the default file backend lives on a ReadWriteOnce volume that one pod mounts at a time`);
+  return replicas;
+}
+
+/**
+ * A ReadWriteOnce state volume is mounted by one pod at a time: the old pod goes before the new
+ * one starts (with a rolling update the new pod, on another node, would wait for the volume the
+ * old one holds, and the old one stays until the new one is ready: the upgrade stalls). With a
+ * shared backend and no volume, the new pod starts first as a standby and leads once the old one
+ * has finished its operations and handed its lease over.
+ */
+export function rolloutStrategy(args: AppstackInstallArgs): k8s.types.input.apps.v1.DeploymentStrategy {
+  return args.backendUrl ? { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } } : { type: "Recreate" };
 }
 
 export class AppstackInstall extends pulumi.ComponentResource {
@@ -65,6 +105,9 @@ export class AppstackInstall extends pulumi.ComponentResource {
 
   constructor(name: string, args: AppstackInstallArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:install:Operator", name, {}, opts);
+    const replicas = operatorReplicas(args);
+    const scoped = (args.watchNamespaces?.length ?? 0) > 0;
+    const bindingName = `${operatorName}-${name}`;
     const labels = { "app.kubernetes.io/name": operatorName, "app.kubernetes.io/instance": name, "app.kubernetes.io/part-of": "appstack" };
     const crds = new AppstackCrds(`${name}-crds`, {}, { parent: this });
     // The API server's own guard against taking over an object appstack did not create.
@@ -75,19 +118,25 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const meta = { name: operatorName, namespace, labels };
     const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: meta }, { parent: this });
     const subject = [{ kind: "ServiceAccount", name: account.metadata.name, namespace }];
-    const role = new k8s.rbac.v1.ClusterRole(`${name}-role`, { metadata: { name: `${operatorName}-${name}`, labels }, rules: operatorRules() }, { parent: this });
+    const role = new k8s.rbac.v1.ClusterRole(`${name}-role`, { metadata: { name: `${operatorName}-${name}`, labels }, rules: operatorRules(scoped ? bindingName : undefined) }, { parent: this });
     const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name };
     // Watching all namespaces needs the role cluster-wide; a list of namespaces binds it in each only.
-    if (args.watchNamespaces?.length) {
-      for (const watched of args.watchNamespaces) {
-        new k8s.rbac.v1.RoleBinding(`${name}-binding-${watched}`, { metadata: { name: `${operatorName}-${name}`, namespace: watched, labels }, roleRef, subjects: subject }, { parent: this });
+    if (scoped) {
+      for (const watched of args.watchNamespaces ?? []) {
+        new k8s.rbac.v1.RoleBinding(`${name}-binding-${watched}`, { metadata: { name: bindingName, namespace: watched, labels }, roleRef, subjects: subject }, { parent: this });
       }
+      operatorBindingPolicy(name, { username: pulumi.interpolate`system:serviceaccount:${namespace}:${account.metadata.name}`, binding: bindingName, labels }, this);
     } else {
-      new k8s.rbac.v1.ClusterRoleBinding(`${name}-binding`, { metadata: { name: `${operatorName}-${name}`, labels }, roleRef, subjects: subject }, { parent: this });
+      new k8s.rbac.v1.ClusterRoleBinding(`${name}-binding`, { metadata: { name: bindingName, labels }, roleRef, subjects: subject }, { parent: this });
     }
     const leaseRole = new k8s.rbac.v1.Role(`${name}-leases`, {
       metadata: { ...meta, name: `${operatorName}-leader-election` },
-      rules: [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }],
+      rules: [
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+        // The replicas' pods: a new leader breaks a dead replica's stack lock once its pod is gone
+        // (operator/kube/peer-pods.ts). A namespace-scoped install's role does not cover this namespace.
+        { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+      ],
     }, { parent: this });
     new k8s.rbac.v1.RoleBinding(`${name}-leases`, {
       metadata: { ...meta, name: `${operatorName}-leader-election` },
@@ -108,7 +157,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const deployment = new k8s.apps.v1.Deployment(`${name}-operator`, {
       metadata: meta,
       spec: {
-        replicas: args.replicas ?? 1,
+        replicas,
+        strategy: rolloutStrategy(args),
         selector: { matchLabels: labels },
         template: {
           metadata: { labels },
@@ -118,11 +168,11 @@ export class AppstackInstall extends pulumi.ComponentResource {
             containers: [{
               name: "operator",
               image: args.image ?? "appstack:0.1.0",
-              env: operatorEnvironment(args, secret.metadata.name),
+              env: operatorEnvironment(args, secret.metadata.name, scoped ? bindingName : undefined),
               ports: [{ name: "health", containerPort: healthPort }],
               livenessProbe: { httpGet: { path: "/healthz", port: "health" }, periodSeconds: 10 },
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },
-              resources: { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "2Gi" } },
+              resources: args.resources ?? defaultResources,
               volumeMounts: [{ name: "state", mountPath: statePath }],
             }],
             volumes,

@@ -5,6 +5,7 @@ import type { Workload } from "../../crds/types.ts";
 import type { Children } from "./children.ts";
 import { ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
+import type { BindingGuard } from "./binding-guard.ts";
 import { hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import type { Ownership } from "./ownership.ts";
 import { retrying, withOperationOf, type Reporter } from "./reporting.ts";
@@ -30,6 +31,7 @@ export interface DeletionDeps {
   readonly children: Children;
   readonly ownership: Ownership;
   readonly reporter: Reporter;
+  readonly bindingGuard: BindingGuard;
 }
 
 export class Deletion {
@@ -71,6 +73,8 @@ export class Deletion {
     }
     await this.deps.plans.discard(stack);
     await removeFinalizer(this.deps.clients, object);
+    // The last object of a namespace lets the operator's RBAC binding there go (binding-guard.ts).
+    await this.deps.bindingGuard.releaseIfUnused(object.metadata.namespace);
     this.deps.reporter.forgetWritten(object.metadata.uid);
     return forgotten ? { outcome: "forgotten" } : undefined;
   }

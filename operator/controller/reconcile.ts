@@ -12,6 +12,7 @@ import { decide, decodeApplied, previewBasis, type Decision } from "./drift.ts";
 import { ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer } from "./finalizer.ts";
+import type { BindingGuard } from "./binding-guard.ts";
 import { Ownership } from "./ownership.ts";
 import { awaiting, Previewing } from "./previewing.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
@@ -38,6 +39,7 @@ export interface ReconcilerDeps {
   readonly events: EventRecorder;
   readonly log: Logger;
   readonly backoff: (key: string) => Backoff;
+  readonly bindingGuard: BindingGuard;
 }
 
 export class Reconciler {
@@ -54,7 +56,7 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    const { clients, watcher, driver, plans, events, log, backoff } = deps;
+    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard } = deps;
     const children = new Children(clients, watcher);
     const reporter = new Reporter({ clients, watcher, children, events, log, backoff });
     const ownership = new Ownership({ children, driver, events });
@@ -62,7 +64,7 @@ export class Reconciler {
     this.reporter = reporter;
     this.previewing = new Previewing({ clients, driver, plans, events, ownership, reporter });
     this.update = new Update({ clients, driver, plans, events, ownership, reporter, previewing: this.previewing });
-    this.deletion = new Deletion({ clients, driver, plans, events, backoff, children, ownership, reporter });
+    this.deletion = new Deletion({ clients, driver, plans, events, backoff, children, ownership, reporter, bindingGuard });
   }
 
   /** Reconciles one key; any failure is logged and shown on the object before the queue retries it. */
@@ -83,6 +85,8 @@ export class Reconciler {
     const stack = stackName(kind, namespace, name);
     const cached = this.deps.watcher.workload(kind, namespace, name);
     if (!cached) {
+      // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
+      await this.deps.bindingGuard.releaseIfUnused(namespace);
       // Gone without our finalizer running (removed by hand): the children go with their
       // ownerReferences; the stack state must not linger in the backend. Forgetting is for good,
       // so the cache's word is checked with the API server first.
@@ -105,7 +109,7 @@ export class Reconciler {
 
   private async reconcileObject(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
     if (object.metadata.deletionTimestamp) return this.deletion.finalize(object, stack, key, log);
-    if (!hasFinalizer(object)) object.metadata = (await addFinalizer(this.deps.clients, object)).metadata;
+    if (!hasFinalizer(object)) object.metadata = (await this.deps.bindingGuard.guarded(object.metadata.namespace, () => addFinalizer(this.deps.clients, object))).metadata;
 
     const observed = await this.children.observe(object);
     if (observed.conflicts.length) return this.reporter.conflict(object, stack, key, observed, log);

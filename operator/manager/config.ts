@@ -25,6 +25,8 @@ export interface OperatorConfig {
   readonly healthPort: number;
   /** The Lease that elects one reconciling replica; undefined runs without election. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
+  /** The operator's RoleBinding in each watched namespace (APPSTACK_RBAC_BINDING, set by a namespace-scoped install): kept while objects there have finalizers. */
+  readonly rbacBinding?: string;
   /** The pod this replica runs in (POD_NAME, from the downward API); undefined outside one. */
   readonly podName?: string;
   /** How long a SIGTERM waits for running Pulumi operations before the process exits anyway. */
@@ -159,6 +161,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
     leaderElection: leaderElection(setting, env),
     ...(env["POD_NAME"] ? { podName: env["POD_NAME"] } : {}),
+    ...(env["APPSTACK_RBAC_BINDING"] ? { rbacBinding: env["APPSTACK_RBAC_BINDING"] } : {}),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
     operationTimeoutMs: positiveInt(setting("operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,

@@ -2,8 +2,9 @@
 import { join } from "node:path";
 import { engineFolders, type OperatorConfig } from "./config.ts";
 import { redactUrl } from "../base/redact.ts";
+import { BindingGuard } from "../controller/binding-guard.ts";
 import { EventRecorder } from "../controller/events.ts";
-import { kubeClients, type KubeClients } from "../kube/clients.ts";
+import { briefError, kubeClients, type KubeClients } from "../kube/clients.ts";
 import { peerPodCheck } from "../kube/peer-pods.ts";
 import type { Logger } from "../base/log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
@@ -59,7 +60,8 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
   const watcher = new Watcher(clients, config.namespaces, queue, log, config.watchTimeoutMs);
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"), io);
-  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key) });
+  const bindingGuard = new BindingGuard(clients, config.rbacBinding, log);
+  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();
   // Both before the queue runs anything: the warm-up may make the template new stacks use.
@@ -75,6 +77,12 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
     throw error;
   }
   await warmUp;
+  // A predecessor killed between an object's last finalizer and its namespace's binding left the binding held.
+  if (config.namespaces !== "all") {
+    for (const namespace of config.namespaces) {
+      await bindingGuard.releaseIfUnused(namespace).catch((error: unknown) => log.warn("could not tell whether the RBAC binding may go", { namespace, error: briefError(error) }));
+    }
+  }
   queue.start();
   // The queue coalesces (an object still queued or running is not checked twice) and leaves
   // failing objects to their backoff.

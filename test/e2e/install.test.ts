@@ -1,24 +1,49 @@
 // The install program's components through the real engine: the API server serves the CRDs, with
-// their validation; the operator runs with the installed ServiceAccount and nothing more.
+// their validation; the operator runs with the installed ServiceAccount and nothing more, installed
+// for all namespaces and for a list of them.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import { LocalWorkspace } from "@pulumi/pulumi/automation/index.js";
+import { ApiextensionsV1Api, AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1Deployment } from "@kubernetes/client-node";
+import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation/index.js";
 import { AppstackCrds } from "../../components/crds.ts";
 import { AppstackInstall } from "../../components/install.ts";
 import { workspaceOptions } from "../../operator/pulumi/engine.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
-import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
-import { disposeOperator, startOperatorProcess, Workloads } from "../helpers/operator.ts";
+import { eventually, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { checkpointPath, disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 
 const cluster = useCluster();
 const stateDir = mkdtempSync(join(tmpdir(), "appstack-install-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
+
+/** How the Deployment rolls out: its strategy, maxUnavailable and maxSurge. */
+function strategyOf(deployment: V1Deployment): unknown[] {
+  const strategy = deployment.spec?.strategy;
+  return [strategy?.type, strategy?.rollingUpdate?.maxUnavailable, strategy?.rollingUpdate?.maxSurge];
+}
+
+/** A kubeconfig with nothing but a token of the installed ServiceAccount in `namespace`. */
+async function serviceAccountKubeconfig(namespace: string): Promise<{ tokenConfig: KubeConfig; tokenKubeconfig: string }> {
+  const { cluster: local, core } = cluster();
+  const token = await core.createNamespacedServiceAccountToken({ name: "appstack-operator", namespace, body: { spec: { expirationSeconds: 3600, audiences: [] } } });
+  const cluster0 = loadKubeConfig(local.kubeconfig).getCurrentCluster()!;
+  const tokenConfig = new KubeConfig();
+  tokenConfig.loadFromOptions({
+    clusters: [cluster0],
+    users: [{ name: "operator", token: token.status?.token }],
+    contexts: [{ name: "operator", cluster: cluster0.name, user: "operator" }],
+    currentContext: "operator",
+  });
+  const tokenKubeconfig = join(stateDir, `${namespace}.kubeconfig`);
+  writeFileSync(tokenKubeconfig, tokenConfig.exportConfig(), { mode: 0o600 });
+  return { tokenConfig, tokenKubeconfig };
+}
 
 test("the install component creates CRDs that the API server serves and validates", async () => {
   const kubeconfig = cluster().cluster.kubeconfig;
@@ -66,6 +91,8 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   assert.equal(container?.readinessProbe?.httpGet?.path, "/readyz");
   assert.equal(container?.livenessProbe?.httpGet?.path, "/healthz");
   assert.ok(container?.env?.some((e) => e.name === "APPSTACK_PASSPHRASE" && e.valueFrom?.secretKeyRef?.name === "appstack-operator-passphrase"));
+  // The state volume is ReadWriteOnce: an upgrade's new pod must not wait for the old pod's volume.
+  assert.deepEqual(strategyOf(deployment), ["Recreate", undefined, undefined]);
   const secret = await core.readNamespacedSecret({ name: "appstack-operator-passphrase", namespace: "appstack-system" });
   assert.equal(Buffer.from(secret.data?.["passphrase"] ?? "", "base64").toString(), "stack-secret");
   assert.equal((await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: "appstack-system" })).status?.phase, "Bound");
@@ -74,17 +101,7 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   assert.ok(!state.includes("stack-secret"));
 
   // The operator, outside the cluster, with nothing but the installed ServiceAccount's token.
-  const token = await core.createNamespacedServiceAccountToken({ name: "appstack-operator", namespace: "appstack-system", body: { spec: { expirationSeconds: 3600, audiences: [] } } });
-  const cluster0 = adminConfig.getCurrentCluster()!;
-  const tokenConfig = new KubeConfig();
-  tokenConfig.loadFromOptions({
-    clusters: [cluster0],
-    users: [{ name: "operator", token: token.status?.token }],
-    contexts: [{ name: "operator", cluster: cluster0.name, user: "operator" }],
-    currentContext: "operator",
-  });
-  const tokenKubeconfig = join(stateDir, "operator.kubeconfig");
-  writeFileSync(tokenKubeconfig, tokenConfig.exportConfig(), { mode: 0o600 });
+  const { tokenConfig, tokenKubeconfig } = await serviceAccountKubeconfig("appstack-system");
   const operator = await startOperatorProcess(tokenKubeconfig, { env: { APPSTACK_LEASE_NAMESPACE: "appstack-system" }, installApi: false });
   try {
     const workloads = new Workloads(local.kubeconfig);
@@ -106,4 +123,115 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
 
   await stack.destroy();
   await assert.rejects(core.readNamespacedServiceAccount({ name: "appstack-operator", namespace: "appstack-system" }), (error: { code?: number }) => error.code === 404);
+});
+
+// A namespace-scoped install, shared by the two tests below (the second destroys it).
+const scopedNamespace = "appstack-scoped";
+const binding = "appstack-operator-appstack";
+const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
+const scopedEnv = { APPSTACK_NAMESPACES: "tenant-a,tenant-b", APPSTACK_LEASE_NAMESPACE: scopedNamespace, APPSTACK_RBAC_BINDING: binding };
+let scoped: { stack: Stack; tokenKubeconfig: string; operatorState: string } | undefined;
+after(() => {
+  if (scoped && !process.env["APPSTACK_TEST_LOGS"]) rmSync(scoped.operatorState, { recursive: true, force: true });
+});
+
+test("a namespace-scoped install: deleting a watched namespace with an App in it completes, the App's stack destroyed", async () => {
+  const { cluster: local, core } = cluster();
+  const rbac = loadKubeConfig(local.kubeconfig).makeApiClient(RbacAuthorizationV1Api);
+  for (const name of ["tenant-a", "tenant-b"]) await core.createNamespace({ body: { metadata: { name } } });
+  const options = await workspaceOptions({ backendUrl: `file://${stateDir}`, pulumiHome: join(stateDir, "home"), passphrase: "install-test", binaries: engineBinaries(), kubeconfig: local.kubeconfig }, "appstack", new StateIo(60_000));
+  // A shared backend (never reached here: the operator below runs outside the cluster), so no volume.
+  const program = () => {
+    const install = new AppstackInstall("appstack", { passphrase: "stack-secret", image: "appstack:test", namespace: scopedNamespace, watchNamespaces: ["tenant-a", "tenant-b"], backendUrl: "s3://appstack-test-unused" });
+    return Promise.resolve({ namespace: install.namespace });
+  };
+  const stack = await LocalWorkspace.createOrSelectStack({ stackName: "scoped", projectName: "appstack", program }, options);
+  await stack.up();
+  const { tokenKubeconfig } = await serviceAccountKubeconfig(scopedNamespace);
+  const first = await startOperatorProcess(tokenKubeconfig, { env: scopedEnv, installApi: false });
+  scoped = { stack, tokenKubeconfig, operatorState: first.stateDir };
+  const workloads = new Workloads(local.kubeconfig);
+  let restarted: OperatorProcess | undefined;
+  try {
+    await workloads.create({ kind: "App", metadata: { name: "doomed", namespace: "tenant-a" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+    await workloads.ready("App", "tenant-a", "doomed");
+    const heldWhileApps = (await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-a" })).metadata?.finalizers;
+    // What the terminating-namespace policy reads (operator/kube/namespaces.ts), granted by the binding in that namespace.
+    assert.equal((await loadKubeConfig(tokenKubeconfig).makeApiClient(CoreV1Api).readNamespace({ name: "tenant-a" })).metadata?.name, "tenant-a");
+    // Nothing of appstack's in tenant-b: its binding is held by nothing.
+    assert.equal((await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" })).metadata?.finalizers, undefined);
+
+    // The operator is down while the namespace controller deletes what it can, so that its rights
+    // afterwards can only come from a binding that is being deleted.
+    await first.stop();
+    await core.deleteNamespace({ name: "tenant-a" });
+    const bindingDeleting = await eventually("the namespace controller to have deleted the App and the binding as far as it can", async () => {
+      const app = await workloads.get("App", "tenant-a", "doomed");
+      const left = await orUndefined(() => rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-a" }));
+      if (!app.metadata.deletionTimestamp || (left && !left.metadata?.deletionTimestamp)) return undefined;
+      return { deleting: left !== undefined };
+    });
+    restarted = await startOperatorProcess(tokenKubeconfig, { env: scopedEnv, installApi: false, stateDir: first.stateDir });
+    await eventually("namespace tenant-a to be gone", async () => ((await orUndefined(() => core.readNamespace({ name: "tenant-a" }))) ? undefined : true), 90_000);
+    assert.deepEqual(heldWhileApps, [rbacInUseFinalizer], "the binding was not kept while the App had its finalizer");
+    assert.ok(bindingDeleting.deleting, "the binding went before the App");
+    // Destroyed with the binding's rights, not forgotten for want of them.
+    assert.ok(!existsSync(checkpointPath(first.stateDir, "App", "tenant-a", "doomed")), "the App's stack is still in the state");
+    const metrics = (await httpGet(restarted.healthPort, "/metrics")).body;
+    assert.equal(metricValue(metrics, "appstack_pulumi_operations_total", { operation: "destroy", result: "succeeded" }), 1);
+    assert.equal(metricValue(metrics, "appstack_reconcile_total", { kind: "App", result: "forgotten" }), undefined);
+  } finally {
+    await first.stop();
+    await restarted?.stop();
+  }
+  const deployment = await cluster().apps.readNamespacedDeployment({ name: "appstack-operator", namespace: scopedNamespace });
+  // No volume to wait for: the new pod starts beside the old one, which hands its lease over.
+  assert.deepEqual(strategyOf(deployment), ["RollingUpdate", 0, 1]);
+  assert.ok(deployment.spec?.template.spec?.containers[0]?.env?.some((e) => e.name === "APPSTACK_RBAC_BINDING" && e.value === binding));
+});
+
+test("a namespace-scoped install: a new leader breaks the stack lock of a replica whose pod is gone", async () => {
+  assert.ok(scoped, "the namespace-scoped install failed");
+  const { cluster: local } = cluster();
+  const rbac = loadKubeConfig(local.kubeconfig).makeApiClient(RbacAuthorizationV1Api);
+  const workloads = new Workloads(local.kubeconfig);
+  const replicas: OperatorProcess[] = [];
+  const replica = async (hostname: string) => {
+    // tenant-a is gone, and with it the operator's rights there: its caches could not sync.
+    replicas.push(await startOperatorProcess(scoped!.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_NAMESPACES: "tenant-b" }, installApi: false, stateDir: scoped!.operatorState, hostname }));
+    return replicas.at(-1)!;
+  };
+  try {
+    // Killed mid-update (its Deployment create held): its stack lock stays, naming its host. Pod
+    // appstack-peer-a never existed, which is what a deleted pod looks like.
+    const dead = await replica("appstack-peer-a");
+    const hold = await holdWrites(local, "deployments", "CREATE", "tenant-b", "locked");
+    await workloads.create({ kind: "App", metadata: { name: "locked", namespace: "tenant-b" }, spec: { image: "nginx:1.27", replicas: 1 } });
+    await hold.held;
+    await dead.stop("SIGKILL");
+    const holders = lockFiles(scoped.operatorState).filter((file) => file.endsWith(".json")).map((file) => (JSON.parse(readFileSync(file, "utf8")) as { hostname: string }).hostname);
+    assert.deepEqual(holders, ["appstack-peer-a"]);
+    await hold.release();
+    // The dead leader's Lease, deleted to spare the test its 15 s expiry; not what is tested.
+    await loadKubeConfig(local.kubeconfig).makeApiClient(CoordinationV1Api).deleteNamespacedLease({ name: "appstack-operator", namespace: scopedNamespace });
+    await replica("appstack-peer-b");
+    // The new leader read pod appstack-peer-a (not found: the lock's engine is gone) and broke its lock.
+    await workloads.ready("App", "tenant-b", "locked", 90_000);
+    assert.deepEqual((await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" })).metadata?.finalizers, [rbacInUseFinalizer]);
+    // The operator's token may change that binding's finalizers (it just did), not whom it grants.
+    const asOperator = loadKubeConfig(scoped.tokenKubeconfig).makeApiClient(RbacAuthorizationV1Api);
+    const widen = [{ op: "add", path: "/subjects/-", value: { kind: "ServiceAccount", name: "default", namespace: "tenant-b" } }];
+    await assert.rejects(
+      asOperator.patchNamespacedRoleBinding({ name: binding, namespace: "tenant-b", body: widen, dryRun: "All" }, setHeaderOptions("Content-Type", PatchStrategy.JsonPatch)),
+      (error: { code?: number; body?: unknown }) => error.code === 403 && String(error.body).includes("not its subjects"),
+    );
+    // The last App of a namespace that stays lets the binding go: nothing holds an uninstall.
+    await workloads.delete("App", "tenant-b", "locked");
+    await workloads.gone("App", "tenant-b", "locked");
+    await eventually("the binding in tenant-b to be let go", async () => ((await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" })).metadata?.finalizers ? undefined : true));
+  } finally {
+    for (const each of replicas) await each.stop().catch(() => undefined);
+  }
+  await scoped.stack.destroy();
+  await assert.rejects(rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" }), isNotFound);
 });

@@ -1,0 +1,91 @@
+// The install component under Pulumi's mocks: how the operator's Deployment rolls out, what its
+// RBAC grants for a namespace-scoped install, and the settings it refuses.
+import assert from "node:assert/strict";
+import { before, test } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+
+interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+}
+
+const registered: Registered[] = [];
+
+await pulumi.runtime.setMocks(
+  {
+    newResource(args) {
+      registered.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
+      return { id: `${args.name}-id`, state: args.inputs as Record<string, unknown> };
+    },
+    call: (args) => args.inputs as Record<string, unknown>,
+  },
+  "appstack",
+  "test",
+  false,
+);
+
+// Imported after setMocks, as the mocks require.
+let install: typeof import("../../components/install.ts");
+before(async () => {
+  install = await import("../../components/install.ts");
+});
+
+/** The inputs of the resource `name` of `type` once the engine (mocked) has it. */
+async function inputsOf(resource: pulumi.ComponentResource, type: string, name: string): Promise<Record<string, unknown>> {
+  await new Promise<void>((resolve) => pulumi.output(resource.urn).apply(() => resolve()));
+  // Children register after their parent: let them.
+  for (let tries = 0; tries < 100 && !registered.some((r) => r.type === type && r.name === name); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const found = registered.find((r) => r.type === type && r.name === name);
+  assert.ok(found, `no ${type} ${name} registered`);
+  return found.inputs;
+}
+
+type DeploymentSpec = { replicas: number; strategy: unknown; template: { spec: { containers: { env: { name: string; value?: string }[]; resources: unknown }[] } } };
+
+test("on the state volume, the operator's Deployment is recreated on upgrade; with a shared backend it rolls, a new pod before the old one goes", async () => {
+  const onVolume = new install.AppstackInstall("volume", { passphrase: "p" });
+  const spec = (await inputsOf(onVolume, "kubernetes:apps/v1:Deployment", "volume-operator"))["spec"] as DeploymentSpec;
+  assert.deepEqual(spec.strategy, { type: "Recreate" });
+  assert.equal(spec.replicas, 1);
+  assert.deepEqual(spec.template.spec.containers[0]?.resources, install.defaultResources);
+
+  const shared = new install.AppstackInstall("shared", { passphrase: "p", backendUrl: "s3://bucket", replicas: 2, resources: { requests: { cpu: "1", memory: "1Gi" } } });
+  const sharedSpec = (await inputsOf(shared, "kubernetes:apps/v1:Deployment", "shared-operator"))["spec"] as DeploymentSpec;
+  assert.deepEqual(sharedSpec.strategy, { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+  assert.equal(sharedSpec.replicas, 2);
+  assert.deepEqual(sharedSpec.template.spec.containers[0]?.resources, { requests: { cpu: "1", memory: "1Gi" } });
+  assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:PersistentVolumeClaim" && r.name === "shared-state"));
+});
+
+test("more than one replica on the state volume is refused, with what to set instead", () => {
+  assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs appstack:backendUrl: the default file backend lives on a ReadWriteOnce volume/);
+  assert.throws(() => new install.AppstackInstall("none", { passphrase: "p", replicas: 0 }), /appstack:replicas must be a positive integer, not 0/);
+});
+
+test("a namespace-scoped install may touch its own binding only (its finalizers), is told its name, and reads the pods of its own namespace", async () => {
+  const scoped = new install.AppstackInstall("scoped", { passphrase: "p", watchNamespaces: ["team-a", "team-b"] });
+  const rules = (await inputsOf(scoped, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "scoped-role"))["rules"] as { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+  const bindings = rules.filter((rule) => rule.resources.includes("rolebindings"));
+  assert.deepEqual(bindings.map((rule) => [rule.resourceNames, rule.verbs]), [[["appstack-operator-scoped"], ["get", "patch"]]]);
+  for (const namespace of ["team-a", "team-b"]) {
+    const binding = await inputsOf(scoped, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", `scoped-binding-${namespace}`);
+    assert.equal((binding["metadata"] as { name: string }).name, "appstack-operator-scoped");
+  }
+  const spec = (await inputsOf(scoped, "kubernetes:apps/v1:Deployment", "scoped-operator"))["spec"] as DeploymentSpec;
+  assert.ok(spec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_RBAC_BINDING" && e.value === "appstack-operator-scoped"));
+  // ...and of that binding, its finalizers only: an admission policy for the operator's own user.
+  const policy = (await inputsOf(scoped, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "scoped-binding-policy"))["spec"] as { matchConstraints: { resourceRules: { resourceNames: string[] }[] }; matchConditions: { expression: string }[] };
+  assert.deepEqual(policy.matchConstraints.resourceRules.map((rule) => rule.resourceNames), [["appstack-operator-scoped"]]);
+  assert.deepEqual(policy.matchConditions.map((c) => c.expression), ["request.userInfo.username == 'system:serviceaccount:appstack-system:appstack-operator'"]);
+  const own = (await inputsOf(scoped, "kubernetes:rbac.authorization.k8s.io/v1:Role", "scoped-leases"))["rules"] as { resources: string[]; verbs: string[] }[];
+  assert.deepEqual(own.find((rule) => rule.resources.includes("pods"))?.verbs, ["get"]);
+
+  // All namespaces: no binding of its own to keep, so no right on bindings.
+  const clusterWide = new install.AppstackInstall("wide", { passphrase: "p" });
+  const wideRules = (await inputsOf(clusterWide, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "wide-role"))["rules"] as { resources: string[] }[];
+  assert.ok(!wideRules.some((rule) => rule.resources.includes("rolebindings")));
+  assert.ok(!registered.some((r) => r.name === "wide-binding-policy"));
+  const wideSpec = (await inputsOf(clusterWide, "kubernetes:apps/v1:Deployment", "wide-operator"))["spec"] as DeploymentSpec;
+  assert.ok(!wideSpec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_RBAC_BINDING"));
+});
