@@ -11,7 +11,7 @@ import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, wait
 import { createClusterPki, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
 import { isOurs, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
-import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, type RealNodeState } from "./node.ts";
+import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
 
 const clusterDirPrefix = "appstack-cluster-";
 const serviceCidr = "10.96.0.0/16";
@@ -137,10 +137,7 @@ export async function reapAbandonedClusters(): Promise<void> {
     const state = readState(dir);
     if (!state || state.ownerPid === null || isOurs(state.ownerPid, "")) continue;
     await stopComponents(state.components, dir, 2_000);
-    if (state.realNode) {
-      killNodeWorkloads(state.realNode);
-      removeNodeLeftovers(state.realNode, dir);
-    }
+    if (state.realNode) tearDownRealNodeNow(state.realNode, dir);
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -161,10 +158,36 @@ export async function stopClusterAt(dir: string): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** Only one real node per machine: kube-proxy's iptables chains (KUBE-SERVICES, ...) are machine-wide. */
-function refuseSecondRealNode(): void {
+/**
+ * With a real node the API server listens on the node's bridge address instead of loopback: pods
+ * reach it there through the `kubernetes` Service, and the host reaches it there as well. Only one
+ * real node per machine: kube-proxy's iptables chains (KUBE-SERVICES, ...) are machine-wide.
+ */
+function prepareNode(options: ClusterOptions, name: string, dir: string, log: (line: string) => void): { realNode?: RealNodeState; apiserverAddress: string } {
+  if (!options.realNode) return { apiserverAddress: "127.0.0.1" };
   const other = runningClusters().find((state) => state.realNode && state.components.some((c) => isOurs(c.pid, state.dir)));
   if (other) throw new Error(`cluster ${other.name} already runs a real node on this machine (one at a time: kube-proxy's iptables chains are machine-wide); stop it first`);
+  const realNode = prepareRealNode(name, dir, serviceCidr, log);
+  return { realNode, apiserverAddress: realNode.network.gateway };
+}
+
+function fakeNodeCount(options: ClusterOptions): number {
+  return options.nodes ?? (options.realNode ? 0 : 2);
+}
+
+/**
+ * The cluster's certificates, and the kubeconfigs of the admin and the control-plane clients; with
+ * a real node also the API server's client certificate for the kubelet (added to `apiserverArgs`).
+ */
+function writeCredentials(state: ClusterState, apiserverAddress: string, apiserverArgs: string[]): ClusterPki {
+  const { name, dir, server } = state;
+  const pki = createClusterPki(serviceIp, apiserverAddress === "127.0.0.1" ? [] : [apiserverAddress]);
+  writePki(dir, pki);
+  writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin), { mode: 0o600 });
+  writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
+  writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
+  if (state.realNode) apiserverArgs.push(...apiserverNodeArgs(dir, pki));
+  return pki;
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
@@ -179,12 +202,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   mkdirSync(join(dir, "logs"), { recursive: true });
 
   const started = Date.now();
-  if (options.realNode) refuseSecondRealNode();
   const [etcdClient, etcdPeer, apiserver] = (await freeLoopbackPorts(3)) as [number, number, number];
-  // With a real node the API server listens on the node's bridge address instead of loopback: pods
-  // reach it there, through the `kubernetes` Service; the host reaches it there as well.
-  const realNode = options.realNode ? prepareRealNode(name, dir, serviceCidr, log) : undefined;
-  const apiserverAddress = realNode?.network.gateway ?? "127.0.0.1";
+  const { realNode, apiserverAddress } = prepareNode(options, name, dir, log);
   const server = `https://${apiserverAddress}:${apiserver}`;
   const state: ClusterState = {
     name, dir, server, kubeconfig: join(dir, "kubeconfig"), ownerPid: detached ? null : process.pid, components: [], ...(realNode ? { realNode } : {}),
@@ -199,10 +218,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   const launch = (component: string, tool: ToolName, toolArgs: string[]) => launchBinary(component, toolPath(tool), toolArgs);
   const onExit = () => {
     killComponentsNow(state.components, dir);
-    if (state.realNode) {
-      killNodeWorkloads(state.realNode);
-      removeNodeLeftovers(state.realNode, dir);
-    }
+    if (state.realNode) tearDownRealNodeNow(state.realNode, dir);
     rmSync(dir, { recursive: true, force: true });
   };
   const onSignal = (signal: NodeJS.Signals) => {
@@ -220,12 +236,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   };
 
   try {
-    const pki = createClusterPki(serviceIp, realNode ? [realNode.network.gateway] : []);
-    writePki(dir, pki);
-    if (realNode) args.apiserver.push(...apiserverNodeArgs(dir, pki));
-    writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin), { mode: 0o600 });
-    writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
-    writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
+    const pki = writeCredentials(state, apiserverAddress, args.apiserver);
     saveState(state);
 
     log(`cluster ${name}: starting etcd on 127.0.0.1:${etcdClient}`);
@@ -236,12 +247,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     const controllerManager = launch("kube-controller-manager", "kube-controller-manager", args.controllerManager);
     launch("kube-scheduler", "kube-scheduler", args.scheduler);
     const kwok = launch("kwok", "kwok", args.kwok);
-    const nodeNames = await createFakeNodes(state.kubeconfig, options.nodes ?? (realNode ? 0 : 2));
+    const nodeNames = await createFakeNodes(state.kubeconfig, fakeNodeCount(options));
     await waitForNodesReady(kwok, state.kubeconfig, nodeNames, dir);
-    if (realNode) {
-      await startRealNode(realNode, { clusterName: name, dir, server, adminKubeconfig: state.kubeconfig, pki, launch: launchBinary, log });
-      nodeNames.push(realNode.nodeName);
-    }
+    if (realNode) nodeNames.push(await startRealNode(realNode, { clusterName: name, dir, server, adminKubeconfig: state.kubeconfig, pki, launch: launchBinary, log }));
     await waitForServiceAccount(controllerManager, state.kubeconfig, dir);
     log(`cluster ${name}: ready with ${nodeNames.length} nodes in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {

@@ -54,18 +54,17 @@ function cgroupTree(path: string): string[] {
   return [...children, path];
 }
 
-function processesIn(cgroupRoot: string): number[] {
-  const pids = new Set<number>();
-  for (const hierarchy of cgroupHierarchies()) {
-    for (const cgroup of cgroupTree(join(hierarchy, cgroupRoot))) {
-      try {
-        for (const pid of readFileSync(join(cgroup, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) pids.add(Number(pid));
-      } catch {
-        // Removed meanwhile.
-      }
-    }
+function processesOf(cgroup: string): number[] {
+  try {
+    return readFileSync(join(cgroup, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
+  } catch {
+    return []; // Removed meanwhile.
   }
-  return [...pids];
+}
+
+function processesIn(cgroupRoot: string): number[] {
+  const cgroups = cgroupHierarchies().flatMap((hierarchy) => cgroupTree(join(hierarchy, cgroupRoot)));
+  return [...new Set(cgroups.flatMap(processesOf))];
 }
 
 /** Kills every process of the node's pods; true once none is left, false at the deadline. */
@@ -158,13 +157,12 @@ export function removeNodeFilesOutside(cniNetwork: string, dir: string, sandboxD
     const ours = (file: string) => file.startsWith(`${cniNetwork}-`) || sandboxes.some((id) => file.includes(`-${id}-`));
     for (const file of readdirSync(cniResults)) if (ours(file)) rmSync(join(cniResults, file), { force: true });
   }
-  if (existsSync(containerLogLinks)) {
-    for (const link of readdirSync(containerLogLinks)) {
-      try {
-        if (readlinkSync(join(containerLogLinks, link)).startsWith(`${dir}/`)) rmSync(join(containerLogLinks, link), { force: true });
-      } catch {
-        // Not a link.
-      }
+  const linksHere = (link: string) => {
+    try {
+      return readlinkSync(join(containerLogLinks, link)).startsWith(`${dir}/`);
+    } catch {
+      return false; // Not a link.
     }
-  }
+  };
+  if (existsSync(containerLogLinks)) for (const link of readdirSync(containerLogLinks).filter(linksHere)) rmSync(join(containerLogLinks, link), { force: true });
 }

@@ -2,7 +2,8 @@
 // run as the cluster's own process with its own configuration), the kubelet and kube-proxy (pinned,
 // built when first asked for), CNI's bridge plugin, and a volume provisioner. Everything it makes
 // on the machine (bridge, cgroups, mounts, iptables chains) is listed in its state and removed on stop.
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
@@ -19,6 +20,8 @@ import { freeLoopbackPorts } from "./ports.ts";
 import type { ComponentProcess } from "./process.ts";
 import { loadKubeConfig, statusOf, waitUntil } from "./readiness.ts";
 import { request as httpGet } from "node:http";
+
+const execFileAsync = promisify(execFile);
 
 export const realNodeName = "real-node";
 export const nodeComponents = ["kubelet", "kube-proxy", "local-path-provisioner"] as const;
@@ -88,8 +91,8 @@ export interface NodeStartContext {
   readonly log: (line: string) => void;
 }
 
-/** Starts containerd, loads the images, starts the kubelet, kube-proxy and the provisioner; each waited for. */
-export async function startRealNode(node: RealNodeState, ctx: NodeStartContext): Promise<void> {
+/** Starts containerd, loads the images, starts the kubelet, kube-proxy and the provisioner, each waited for; returns the node's name. */
+export async function startRealNode(node: RealNodeState, ctx: NodeStartContext): Promise<string> {
   const { paths, network } = node;
   const tool = (name: ToolName) => toolPath(name);
   const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = (await freeLoopbackPorts(4)) as [number, number, number, number];
@@ -97,7 +100,7 @@ export async function startRealNode(node: RealNodeState, ctx: NodeStartContext):
   ctx.log(`cluster ${ctx.clusterName}: starting containerd (${paths.containerdSocket})`);
   const containerd = ctx.launch("containerd", "containerd", ["--config", paths.containerdConfig]);
   await waitUntil("containerd's socket", containerd, ctx.dir, async () => {
-    execFileSync("ctr", ["--address", paths.containerdSocket, "version"], { stdio: "ignore", timeout: 5_000 });
+    await execFileAsync("ctr", ["--address", paths.containerdSocket, "version"], { timeout: 5_000 });
     return true;
   });
   for (const image of Object.values(node.images)) importImage(paths.containerdSocket, image.path);
@@ -120,6 +123,7 @@ export async function startRealNode(node: RealNodeState, ctx: NodeStartContext):
 
   await createStorageObjects(ctx.adminKubeconfig);
   ctx.launch("local-path-provisioner", tool("local-path-provisioner"), provisionerArgs(paths.root, paths.volumes, ctx.adminKubeconfig, node.images.busybox.name));
+  return node.nodeName;
 }
 
 async function waitForNodeReady(kubelet: ComponentProcess, kubeconfig: string, name: string, marker: string): Promise<void> {
@@ -148,4 +152,19 @@ export function removeNodeLeftovers(node: RealNodeState, dir: string): void {
   deleteNodeNetwork(node.network);
   const sandboxDirs = [join(node.paths.root, "containerd-state", "io.containerd.runtime.v2.task", "k8s.io"), join(node.paths.root, "containerd", "io.containerd.grpc.v1.cri", "sandboxes")];
   removeNodeFilesOutside(node.cniNetwork, dir, sandboxDirs);
+}
+
+/** Both steps at once, for a process's exit handler and for a cluster whose owner died (its processes are already killed). */
+export function tearDownRealNodeNow(node: RealNodeState, dir: string): void {
+  killNodeWorkloads(node);
+  removeNodeLeftovers(node, dir);
+}
+
+/**
+ * Imports an OCI archive (`buildah push IMAGE oci-archive:PATH:NAME`) into the cluster's real node;
+ * pods then use NAME with imagePullPolicy IfNotPresent or Never (nothing is ever pulled).
+ */
+export function loadImage(cluster: { readonly name: string; readonly realNode?: RealNodeState }, archivePath: string): void {
+  if (!cluster.realNode) throw new Error(`cluster ${cluster.name} has no real node: start it with realNode: true`);
+  importImage(cluster.realNode.paths.containerdSocket, archivePath);
 }
