@@ -153,8 +153,9 @@ export async function stopClusterAt(dir: string): Promise<void> {
   // A real node: its pods and shims while containerd still runs, then the rest once it has stopped.
   if (state?.realNode) killNodeWorkloads(state.realNode);
   await stopComponents(named(["containerd"]), dir);
-  if (state?.realNode) removeNodeLeftovers(state.realNode, dir);
   for (const names of [["kube-apiserver"], ["etcd"]]) await stopComponents(named(names), dir);
+  // Only now: the API server listens on the node's bridge address, and without it would wait out its grace period.
+  if (state?.realNode) removeNodeLeftovers(state.realNode, dir);
   rmSync(dir, { recursive: true, force: true });
 }
 
