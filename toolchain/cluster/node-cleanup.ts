@@ -4,11 +4,13 @@
 // chains and CNI's cache files. Synchronous, so that it also runs from a process's exit handler.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 const cgroupMount = "/sys/fs/cgroup";
 const cniResults = "/var/lib/cni/results";
 const containerLogLinks = "/var/log/containers";
+// The kubelet's device-plugin socket is at a fixed path, whatever its --root-dir.
+const devicePluginDir = "/var/lib/kubelet/device-plugins";
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -149,7 +151,8 @@ export function removeKubeChains(): void {
 
 /**
  * CNI's cached results for the node's pod sandboxes (named by network and sandbox id; the sandbox
- * ids are folder names in containerd's state), and the kubelet's log links into the cluster folder.
+ * ids are folder names in containerd's state), the kubelet's log links into the cluster folder, and
+ * its device-plugin socket.
  */
 export function removeNodeFilesOutside(cniNetwork: string, dir: string, sandboxDirs: readonly string[]): void {
   if (existsSync(cniResults)) {
@@ -165,4 +168,12 @@ export function removeNodeFilesOutside(cniNetwork: string, dir: string, sandboxD
     }
   };
   if (existsSync(containerLogLinks)) for (const link of readdirSync(containerLogLinks).filter(linksHere)) rmSync(join(containerLogLinks, link), { force: true });
+  rmSync(join(devicePluginDir, "kubelet.sock"), { force: true });
+  for (const folder of [devicePluginDir, dirname(devicePluginDir)]) {
+    try {
+      rmdirSync(folder); // Only if empty: anything else there is not ours.
+    } catch {
+      break;
+    }
+  }
 }
