@@ -3,16 +3,19 @@
 // stop leaves nothing behind. Opt-in (APPSTACK_REAL_NODE_TESTS=1): it needs root, and it builds the
 // kubelet and kube-proxy on first use.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
-import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { reapAbandonedClusters, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import type { RealNodeState } from "../../toolchain/cluster/node.ts";
 import { storageClassName } from "../../toolchain/cluster/node-storage.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { processesMentioning } from "../helpers/proctree.ts";
 
@@ -139,18 +142,35 @@ test("a claim of the default StorageClass binds to a local-path volume and a pod
   assert.equal(readFileSync(join(path, "file"), "utf8"), "written-by-pod\n");
 });
 
+function assertNothingLeft(dir: string, realNode: RealNodeState): void {
+  assert.deepEqual(processesMentioning(dir), []);
+  assert.deepEqual(processesMentioning(realNode.paths.containerdSocket), []);
+  assert.deepEqual(readdirSync("/sys/fs/cgroup").filter((hierarchy) => existsSync(join("/sys/fs/cgroup", hierarchy, realNode.cgroupRoot))), []);
+  assert.deepEqual(readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((line) => line.includes(dir)), []);
+  assert.equal(execFileSync("ip", ["-o", "link", "show"], { encoding: "utf8" }).includes(realNode.network.bridge), false);
+  for (const save of ["iptables-save", "ip6tables-save"]) assert.deepEqual(execFileSync(save, { encoding: "utf8" }).split("\n").filter((line) => line.includes("KUBE-")), []);
+  assert.ok(!existsSync(dir));
+}
+
 test("after stop no process, container, mount, cgroup, iptables chain or bridge of the node remains", { skip }, async () => {
   const { dir } = cluster!;
-  const { bridge } = node().network;
-  const { cgroupRoot, paths } = node();
   assert.ok(processesMentioning(dir).length >= 8, "containerd, kubelet, kube-proxy, the provisioner and shims run");
   stopped = true;
   await cluster!.stop();
-  assert.deepEqual(processesMentioning(dir), []);
-  assert.deepEqual(processesMentioning(paths.containerdSocket), []);
-  assert.deepEqual(readdirSync("/sys/fs/cgroup").filter((hierarchy) => existsSync(join("/sys/fs/cgroup", hierarchy, cgroupRoot))), []);
-  assert.deepEqual(readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((line) => line.includes(dir)), []);
-  assert.equal(execFileSync("ip", ["-o", "link", "show"], { encoding: "utf8" }).includes(bridge), false);
-  for (const save of ["iptables-save", "ip6tables-save"]) assert.deepEqual(execFileSync(save, { encoding: "utf8" }).split("\n").filter((line) => line.includes("KUBE-")), []);
-  assert.ok(!existsSync(dir));
+  assertNothingLeft(dir, node());
+});
+
+test("a cluster whose owner was killed (no exit handler ran) is taken apart, pods and all, by the next start's reaping", { skip, timeout: 240_000 }, async () => {
+  const owner = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "test/helpers/real-node-owner.ts")], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = once(owner, "exit");
+  const ownerDied = exited.then(([code]) => Promise.reject(new Error(`the owner exited (${String(code)}) before its cluster was up`)));
+  const [line] = (await Promise.race([once(createInterface({ input: owner.stdout }), "line"), ownerDied])) as [string];
+  const orphan = JSON.parse(line) as { dir: string; realNode: RealNodeState };
+  assert.ok(processesMentioning(orphan.realNode.paths.containerdSocket).length > 0, "a shim runs the orphan's pod");
+  // It printed its line and now only waits: it is alive to receive this.
+  owner.kill("SIGKILL");
+  await exited;
+  assert.ok(processesMentioning(orphan.dir).length >= 8, "the cluster outlives its owner");
+  await reapAbandonedClusters();
+  assertNothingLeft(orphan.dir, orphan.realNode);
 });
