@@ -121,6 +121,7 @@ export async function startRealNode(node: RealNodeState, ctx: NodeStartContext):
   const kubeProxy = ctx.launch("kube-proxy", tool("kube-proxy"), [`--config=${paths.kubeProxyConfig}`]);
   await waitUntil("kube-proxy /healthz", kubeProxy, ctx.dir, async () => (await statusOf(httpGet, `http://127.0.0.1:${proxyHealthz}/healthz`, {})) === 200);
 
+  await waitForRootCaConfigMap(kubelet, ctx.adminKubeconfig, ctx.dir);
   await createStorageObjects(ctx.adminKubeconfig);
   ctx.launch("local-path-provisioner", tool("local-path-provisioner"), provisionerArgs(paths.root, paths.volumes, ctx.adminKubeconfig, node.images.busybox.name));
   return node.nodeName;
@@ -132,6 +133,19 @@ async function waitForNodeReady(kubelet: ComponentProcess, kubeconfig: string, n
   await waitUntil(`node ${name} Ready`, kubelet, marker, async () => (await readiness())?.status === "True", async () => {
     const ready = await readiness();
     return `node ${name}: Ready=${ready?.status} ${ready?.reason ?? ""} ${ready?.message ?? ""}`;
+  });
+}
+
+/**
+ * Every pod mounts the cluster CA from the ConfigMap kube-root-ca.crt, which the controller-manager
+ * publishes in each namespace; a pod created before it exists waits out the kubelet's mount retry
+ * backoff, so the node is ready for pods once the default namespace has it.
+ */
+async function waitForRootCaConfigMap(kubelet: ComponentProcess, kubeconfig: string, marker: string): Promise<void> {
+  const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
+  await waitUntil("the ConfigMap default/kube-root-ca.crt", kubelet, marker, async () => {
+    await core.readNamespacedConfigMap({ name: "kube-root-ca.crt", namespace: "default" });
+    return true;
   });
 }
 
