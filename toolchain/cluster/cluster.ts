@@ -161,15 +161,25 @@ export async function stopClusterAt(dir: string): Promise<void> {
 
 /**
  * With a real node the API server listens on the node's bridge address instead of loopback: pods
- * reach it there through the `kubernetes` Service, and the host reaches it there as well. Only one
- * real node per machine: kube-proxy's iptables chains (KUBE-SERVICES, ...) are machine-wide.
+ * reach it there through the `kubernetes` Service, and the host reaches it there as well.
  */
-function prepareNode(options: ClusterOptions, name: string, dir: string, log: (line: string) => void): { realNode?: RealNodeState; apiserverAddress: string } {
-  if (!options.realNode) return { apiserverAddress: "127.0.0.1" };
+/** Before anything is made: a real node needs root, and only one runs per machine at a time. */
+function refuseRealNode(options: ClusterOptions): void {
+  if (!options.realNode) return;
+  if (process.getuid?.() !== 0) throw new Error("a real node needs root: it makes a bridge, cgroups, mounts and iptables rules");
   const other = runningClusters().find((state) => state.realNode && state.components.some((c) => isOurs(c.pid, state.dir)));
   if (other) throw new Error(`cluster ${other.name} already runs a real node on this machine (one at a time: kube-proxy's iptables chains are machine-wide); stop it first`);
-  const realNode = prepareRealNode(name, dir, serviceCidr, log);
-  return { realNode, apiserverAddress: realNode.network.gateway };
+}
+
+function prepareNode(options: ClusterOptions, name: string, dir: string, log: (line: string) => void): { realNode?: RealNodeState; apiserverAddress: string } {
+  if (!options.realNode) return { apiserverAddress: "127.0.0.1" };
+  try {
+    const realNode = prepareRealNode(name, dir, serviceCidr, log);
+    return { realNode, apiserverAddress: realNode.network.gateway };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 function fakeNodeCount(options: ClusterOptions): number {
@@ -199,6 +209,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   const dir = clusterDir(name);
   const existing = readState(dir);
   if (existing && existing.components.some((c) => isOurs(c.pid, dir))) throw new Error(`cluster ${name} is already running (${dir})`);
+  refuseRealNode(options);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "logs"), { recursive: true });
 
