@@ -29,8 +29,9 @@ function go(args: string[], cwd: string): string {
 function prepareKubernetesProvider(tool: Tool): void {
   const moduleDir = join(toolchainDir, tool.moduleDir);
   const version = pinnedVersion(tool);
-  go(["mod", "download", `${tool.pinnedModule}@${version}`], moduleDir);
-  const upstream = go(["list", "-m", "-f", "{{.Dir}}", tool.pinnedModule], moduleDir).trim();
+  const pinned = tool.pinnedModule ?? "";
+  go(["mod", "download", `${pinned}@${version}`], moduleDir);
+  const upstream = go(["list", "-m", "-f", "{{.Dir}}", pinned], moduleDir).trim();
   const source = join(upstream, "cmd/pulumi-resource-kubernetes");
   const schema = JSON.parse(readFileSync(join(source, "schema.json"), "utf8")) as Record<string, unknown>;
   schema["version"] = kubernetesProviderVersion();
@@ -50,7 +51,7 @@ export function pulumiOnPath(): string | undefined {
   return version === pinnedVersion(toolByName("pulumi")) ? path : undefined;
 }
 
-function buildTool(tool: Tool, log: Log): void {
+export function buildTool(tool: Tool, log: Log): void {
   const binary = toolBinary(tool);
   const target = dirname(binary);
   if (existsSync(binary)) {
@@ -67,7 +68,7 @@ function buildTool(tool: Tool, log: Log): void {
     }
   }
   const version = pinnedVersion(tool);
-  log(`  ${tool.binary}: building ${tool.goPackage} (${tool.pinnedModule} ${version})...`);
+  log(`  ${tool.binary}: building ${tool.goPackage} (${tool.pinnedModule ?? `toolchain/${tool.moduleDir}`} ${version})...`);
   const started = Date.now();
   preparations[tool.binary]?.(tool);
   mkdirSync(target, { recursive: true });

@@ -1,7 +1,7 @@
 // The pinned toolchain: which binaries appstack needs, which Go module pins each one, and where the
 // built binary lives. Building is in build.ts; everything else only asks for paths.
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,8 +16,8 @@ export interface Tool {
   readonly moduleDir: string;
   /** Go package to build, as resolved inside moduleDir. */
   readonly goPackage: string;
-  /** Module whose version in go.mod names the release. */
-  readonly pinnedModule: string;
+  /** Module whose version in go.mod names the release; none for a program whose source is in moduleDir. */
+  readonly pinnedModule?: string;
   /** Extra linker flags, given the pinned version. */
   readonly ldflags?: (version: string) => string[];
 }
@@ -66,7 +66,29 @@ export const tools: readonly Tool[] = [
   { binary: "kstatus", moduleDir: "kstatus", goPackage: ".", pinnedModule: "sigs.k8s.io/cli-utils" },
 ];
 
-export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus";
+/**
+ * Only a cluster with a real node (ClusterOptions.realNode) runs these; they are built when such a
+ * cluster is asked for, not by `npm run toolchain`, so the default cold build does not pay for them.
+ */
+export const nodeTools: readonly Tool[] = [
+  // Their own module (the same k8s.io/kubernetes pin as toolchain/kube): the kubelet needs modules the
+  // control plane does not, and a changed toolchain/kube/go.sum would rebuild every control-plane binary.
+  ...["kubelet", "kube-proxy"].map(
+    (name): Tool => ({ binary: name, moduleDir: "kube-node", goPackage: `k8s.io/kubernetes/cmd/${name}`, pinnedModule: "k8s.io/kubernetes" }),
+  ),
+  // The pod sandbox process of the node's pause image (nothing can be pulled here).
+  { binary: "pause", moduleDir: "pause", goPackage: "." },
+  // Binds PersistentVolumeClaims to folders on the node; runs as a process beside the cluster.
+  {
+    binary: "local-path-provisioner",
+    moduleDir: "local-path-provisioner",
+    goPackage: "github.com/rancher/local-path-provisioner",
+    pinnedModule: "github.com/rancher/local-path-provisioner",
+  },
+];
+
+export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus" | NodeToolName;
+export type NodeToolName = "kubelet" | "kube-proxy" | "pause" | "local-path-provisioner";
 
 export function cacheRoot(): string {
   const base = process.env["APPSTACK_CACHE_DIR"] ?? join(process.env["XDG_CACHE_HOME"] ?? join(homedir(), ".cache"), "appstack");
@@ -75,6 +97,7 @@ export function cacheRoot(): string {
 
 /** The version of `module` that toolchain/<moduleDir>/go.mod requires. */
 export function pinnedVersion(tool: Tool): string {
+  if (!tool.pinnedModule) return "local";
   const goMod = readFileSync(join(toolchainDir, tool.moduleDir, "go.mod"), "utf8");
   const escaped = tool.pinnedModule.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const match = new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m").exec(goMod);
@@ -95,14 +118,15 @@ export function kubernetesProviderVersion(): string {
 export function toolCacheDir(tool: Tool): string {
   const version = pinnedVersion(tool);
   const digest = createHash("sha256");
-  for (const file of ["go.mod", "go.sum"]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
+  const sources = tool.pinnedModule ? [] : readdirSync(join(toolchainDir, tool.moduleDir)).filter((file) => file.endsWith(".go")).sort();
+  for (const file of ["go.mod", "go.sum", ...sources]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
   digest.update(tool.goPackage);
   digest.update((tool.ldflags?.(version) ?? []).join(" "));
   return join(cacheRoot(), `${tool.binary}-${version}-${digest.digest("hex").slice(0, 10)}`);
 }
 
 export function toolByName(name: ToolName): Tool {
-  const tool = tools.find((t) => t.binary === name);
+  const tool = [...tools, ...nodeTools].find((t) => t.binary === name);
   if (!tool) throw new Error(`unknown tool ${name}`);
   return tool;
 }

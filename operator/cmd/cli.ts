@@ -14,7 +14,8 @@ import { runStacksCli } from "./stacks-cli.ts";
 import { runMainJob } from "./run.ts";
 
 const usage = `usage: appstack <command>
-  run [--samples]        the main job: the operator in the foreground, on a local cluster
+  run [--samples] [--real-node]
+                         the main job: the operator in the foreground, on a local cluster
                          unless --kubeconfig=PATH or KUBECONFIG names one; Ctrl-C stops all
   preview -f FILE [--json] [--refresh]
                          what the operator would do with the objects in FILE, changing nothing;
@@ -26,7 +27,8 @@ const usage = `usage: appstack <command>
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
   crds                   write crds/yaml/ from the TypeScript CRD definitions
-  cluster up|down|env|list [name]   manage a local control plane`;
+  cluster up|down|env|list [name] [--real-node]
+                         manage a local control plane; --real-node (with up): a real node too`;
 
 /** Each verb with what it runs; a verb returns its exit code, or nothing for success. */
 const commands: Record<string, (args: string[]) => Promise<number | void> | number | void> = {

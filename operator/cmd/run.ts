@@ -18,9 +18,10 @@ import { parseFlags, UsageError } from "./flags.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
-export const runUsage = `usage: appstack run [--samples] [flags]
+export const runUsage = `usage: appstack run [--samples] [--real-node] [flags]
   the operator in the foreground, on a new local cluster unless --kubeconfig=PATH or KUBECONFIG
-  names one; --samples also applies crds/samples/. Ctrl-C stops all, a second Ctrl-C at once.
+  names one; --samples also applies crds/samples/; --real-node gives the local cluster a real node
+  (pods run; needs root). Ctrl-C stops all, a second Ctrl-C at once.
 ${operatorFlagsUsage}`;
 
 /**
@@ -41,13 +42,13 @@ function namedKubeconfig(given: string | undefined, say: (line: string) => void)
 }
 
 export async function runMainJob(argv: readonly string[]): Promise<void> {
-  const { samples: withSamples = false, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" } }, runUsage);
+  const { samples: withSamples = false, "real-node": realNode = false, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" }, "real-node": { type: "boolean" } }, runUsage);
   buildToolchain();
   const say = (line: string) => console.error(line);
   const kubeconfig = namedKubeconfig(flags.kubeconfig ?? process.env["KUBECONFIG"], say);
   let cluster: LocalCluster | undefined;
   if (!kubeconfig) {
-    cluster = await startCluster({ name: `run-${process.pid}`, log: say });
+    cluster = await startCluster({ name: `run-${process.pid}`, realNode, log: say });
     // Everything this process starts (the engines among them) sees the same cluster.
     process.env["KUBECONFIG"] = cluster.kubeconfig;
   }

@@ -4,7 +4,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { createClusterPki } from "../../toolchain/cluster/pki.ts";
-import { kubernetesProviderVersion, pinnedVersion, repoRoot, toolByName, toolCacheDir, tools } from "../../toolchain/tools.ts";
+import { cniConfig } from "../../toolchain/cluster/node-network.ts";
+import { kubernetesProviderVersion, nodeTools, pinnedVersion, repoRoot, toolByName, toolCacheDir, tools } from "../../toolchain/tools.ts";
 
 const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
   packages: Record<string, { version: string }>;
@@ -25,8 +26,9 @@ test("the provider plugin is stamped with the version @pulumi/kubernetes asks th
 });
 
 test("every tool has a pin and its own cache folder", () => {
-  const dirs = new Set(tools.map((tool) => `${toolCacheDir(tool)}/${tool.binary}`));
-  assert.equal(dirs.size, tools.length);
+  const all = [...tools, ...nodeTools];
+  const dirs = new Set(all.map((tool) => `${toolCacheDir(tool)}/${tool.binary}`));
+  assert.equal(dirs.size, all.length);
   assert.match(pinnedVersion(toolByName("kube-apiserver")), /^v1\.\d+\.\d+$/);
   assert.match(pinnedVersion(toolByName("pulumi-resource-kubernetes")), /^v4\.0\.0-\d{14}-[0-9a-f]{12}$/);
 });
@@ -42,4 +44,23 @@ test("the local cluster's certificates chain to its CA and name the loopback add
   assert.match(serving.subjectAltName ?? "", /IP Address:127\.0\.0\.1/);
   assert.match(admin.subject, /O=system:masters/);
   assert.ok(!admin.checkIssued(serving));
+});
+
+test("the real node's kubelet and kube-proxy are the control plane's Kubernetes release, and `npm run toolchain` does not build them", () => {
+  assert.equal(pinnedVersion(toolByName("kubelet")), pinnedVersion(toolByName("kube-apiserver")));
+  assert.equal(pinnedVersion(toolByName("kube-proxy")), pinnedVersion(toolByName("kube-apiserver")));
+  assert.deepEqual(tools.filter((tool) => nodeTools.includes(tool)), []);
+});
+
+test("a real node's API server certificate also names the node's bridge address", () => {
+  const serving = new X509Certificate(createClusterPki("10.96.0.1", ["10.247.3.1"]).apiserver.certPem);
+  assert.match(serving.subjectAltName ?? "", /IP Address:10\.247\.3\.1/);
+});
+
+test("pods of a real node get routes to their own range and the Service range only: nothing is routed off the machine", () => {
+  const network = { bridge: "apst01234567", podCidr: "10.247.3.0/24", gateway: "10.247.3.1", serviceCidr: "10.96.0.0/16", ipForwardBefore: "0" };
+  const config = JSON.parse(cniConfig(network, "appstack-x", "/tmp/ipam")) as { plugins: { ipMasq: boolean; ipam: { routes: { dst: string }[] } }[] };
+  const bridge = config.plugins[0]!;
+  assert.equal(bridge.ipMasq, false);
+  assert.deepEqual(bridge.ipam.routes, [{ dst: "10.96.0.0/16" }]);
 });

@@ -11,6 +11,7 @@ import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, wait
 import { createClusterPki, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
 import { isOurs, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
+import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
 
 const clusterDirPrefix = "appstack-cluster-";
 const serviceCidr = "10.96.0.0/16";
@@ -24,6 +25,8 @@ export interface ClusterState {
   /** The process that owns the cluster's lifetime; null for a cluster left running by `cluster up`. */
   readonly ownerPid: number | null;
   readonly components: ComponentProcess[];
+  /** Set when the cluster has a real node (ClusterOptions.realNode): what to take apart on stop. */
+  readonly realNode?: RealNodeState;
 }
 
 export interface LocalCluster extends ClusterState {
@@ -34,7 +37,13 @@ export interface LocalCluster extends ClusterState {
 
 export interface ClusterOptions {
   readonly name?: string;
+  /** kwok's fake nodes: 2 by default, 0 by default with a real node (so that every pod really runs). */
   readonly nodes?: number;
+  /**
+   * A real node beside the control plane (containerd, kubelet, kube-proxy, CNI bridge, a volume
+   * provisioner): pods run, Services answer, claims bind. One such cluster per machine at a time.
+   */
+  readonly realNode?: boolean;
   /** Keep running after this process exits (the `cluster up` command). */
   readonly detached?: boolean;
   /** On SIGINT or SIGTERM, kill the cluster and exit (tests, benchmarks: nothing else to drain). */
@@ -78,7 +87,7 @@ function writePki(dir: string, pki: ClusterPki): void {
   for (const [file, pem] of Object.entries(files)) writeFileSync(join(dir, "pki", file), pem, { mode: 0o600 });
 }
 
-function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: number; apiserver: number }) {
+function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: number; apiserver: number }, apiserverAddress: string) {
   const pki = (file: string) => join(dir, "pki", file);
   const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
   const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
@@ -92,7 +101,7 @@ function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: numbe
       "--unsafe-no-fsync", "--log-level=warn",
     ],
     apiserver: [
-      `--etcd-servers=${etcdUrl}`, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+      `--etcd-servers=${etcdUrl}`, `--bind-address=${apiserverAddress}`, `--advertise-address=${apiserverAddress}`,
       `--secure-port=${ports.apiserver}`, `--cert-dir=${join(dir, "pki")}`,
       `--tls-cert-file=${pki("apiserver.crt")}`, `--tls-private-key-file=${pki("apiserver.key")}`,
       `--client-ca-file=${pki("ca.crt")}`, "--authorization-mode=Node,RBAC",
@@ -128,6 +137,7 @@ export async function reapAbandonedClusters(): Promise<void> {
     const state = readState(dir);
     if (!state || state.ownerPid === null || isOurs(state.ownerPid, "")) continue;
     await stopComponents(state.components, dir, 2_000);
+    if (state.realNode) tearDownRealNodeNow(state.realNode, dir);
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -138,9 +148,57 @@ export async function reapAbandonedClusters(): Promise<void> {
  */
 export async function stopClusterAt(dir: string): Promise<void> {
   const state = readState(dir);
-  const stages = [["kwok", "kube-scheduler", "kube-controller-manager"], ["kube-apiserver"], ["etcd"]];
-  for (const names of stages) await stopComponents(state?.components.filter((c) => names.includes(c.name)) ?? [], dir);
+  const named = (names: readonly string[]) => state?.components.filter((c) => names.includes(c.name)) ?? [];
+  await stopComponents(named(["kwok", "kube-scheduler", "kube-controller-manager", ...nodeComponents]), dir);
+  // A real node: its pods and shims while containerd still runs, then the rest once it has stopped.
+  if (state?.realNode) killNodeWorkloads(state.realNode);
+  await stopComponents(named(["containerd"]), dir);
+  for (const names of [["kube-apiserver"], ["etcd"]]) await stopComponents(named(names), dir);
+  // Only now: the API server listens on the node's bridge address, and without it would wait out its grace period.
+  if (state?.realNode) removeNodeLeftovers(state.realNode, dir);
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * With a real node the API server listens on the node's bridge address instead of loopback: pods
+ * reach it there through the `kubernetes` Service, and the host reaches it there as well.
+ */
+/** Before anything is made: a real node needs root, and only one runs per machine at a time. */
+function refuseRealNode(options: ClusterOptions): void {
+  if (!options.realNode) return;
+  if (process.getuid?.() !== 0) throw new Error("a real node needs root: it makes a bridge, cgroups, mounts and iptables rules");
+  const other = runningClusters().find((state) => state.realNode && state.components.some((c) => isOurs(c.pid, state.dir)));
+  if (other) throw new Error(`cluster ${other.name} already runs a real node on this machine (one at a time: kube-proxy's iptables chains are machine-wide); stop it first`);
+}
+
+function prepareNode(options: ClusterOptions, name: string, dir: string, log: (line: string) => void): { realNode?: RealNodeState; apiserverAddress: string } {
+  if (!options.realNode) return { apiserverAddress: "127.0.0.1" };
+  try {
+    const realNode = prepareRealNode(name, dir, serviceCidr, log);
+    return { realNode, apiserverAddress: realNode.network.gateway };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+function fakeNodeCount(options: ClusterOptions): number {
+  return options.nodes ?? (options.realNode ? 0 : 2);
+}
+
+/**
+ * The cluster's certificates, and the kubeconfigs of the admin and the control-plane clients; with
+ * a real node also the API server's client certificate for the kubelet (added to `apiserverArgs`).
+ */
+function writeCredentials(state: ClusterState, apiserverAddress: string, apiserverArgs: string[]): ClusterPki {
+  const { name, dir, server } = state;
+  const pki = createClusterPki(serviceIp, apiserverAddress === "127.0.0.1" ? [] : [apiserverAddress]);
+  writePki(dir, pki);
+  writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin), { mode: 0o600 });
+  writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
+  writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
+  if (state.realNode) apiserverArgs.push(...apiserverNodeArgs(dir, pki));
+  return pki;
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
@@ -151,24 +209,28 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   const dir = clusterDir(name);
   const existing = readState(dir);
   if (existing && existing.components.some((c) => isOurs(c.pid, dir))) throw new Error(`cluster ${name} is already running (${dir})`);
+  refuseRealNode(options);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "logs"), { recursive: true });
 
   const started = Date.now();
   const [etcdClient, etcdPeer, apiserver] = (await freeLoopbackPorts(3)) as [number, number, number];
-  const server = `https://127.0.0.1:${apiserver}`;
+  const { realNode, apiserverAddress } = prepareNode(options, name, dir, log);
+  const server = `https://${apiserverAddress}:${apiserver}`;
   const state: ClusterState = {
-    name, dir, server, kubeconfig: join(dir, "kubeconfig"), ownerPid: detached ? null : process.pid, components: [],
+    name, dir, server, kubeconfig: join(dir, "kubeconfig"), ownerPid: detached ? null : process.pid, components: [], ...(realNode ? { realNode } : {}),
   };
-  const args = componentArgs(dir, { etcdClient, etcdPeer, apiserver });
-  const launch = (component: string, tool: ToolName, toolArgs: string[]): ComponentProcess => {
-    const proc = startComponent(component, toolPath(tool), toolArgs, join(dir, "logs", `${component}.log`), { detached });
+  const args = componentArgs(dir, { etcdClient, etcdPeer, apiserver }, apiserverAddress);
+  const launchBinary = (component: string, binary: string, toolArgs: string[]): ComponentProcess => {
+    const proc = startComponent(component, binary, toolArgs, join(dir, "logs", `${component}.log`), { detached });
     state.components.push(proc);
     saveState(state);
     return proc;
   };
+  const launch = (component: string, tool: ToolName, toolArgs: string[]) => launchBinary(component, toolPath(tool), toolArgs);
   const onExit = () => {
     killComponentsNow(state.components, dir);
+    if (state.realNode) tearDownRealNodeNow(state.realNode, dir);
     rmSync(dir, { recursive: true, force: true });
   };
   const onSignal = (signal: NodeJS.Signals) => {
@@ -186,11 +248,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   };
 
   try {
-    const pki = createClusterPki(serviceIp);
-    writePki(dir, pki);
-    writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin), { mode: 0o600 });
-    writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
-    writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
+    const pki = writeCredentials(state, apiserverAddress, args.apiserver);
     saveState(state);
 
     log(`cluster ${name}: starting etcd on 127.0.0.1:${etcdClient}`);
@@ -201,8 +259,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     const controllerManager = launch("kube-controller-manager", "kube-controller-manager", args.controllerManager);
     launch("kube-scheduler", "kube-scheduler", args.scheduler);
     const kwok = launch("kwok", "kwok", args.kwok);
-    const nodeNames = await createFakeNodes(state.kubeconfig, options.nodes ?? 2);
+    const nodeNames = await createFakeNodes(state.kubeconfig, fakeNodeCount(options));
     await waitForNodesReady(kwok, state.kubeconfig, nodeNames, dir);
+    if (realNode) nodeNames.push(await startRealNode(realNode, { clusterName: name, dir, server, adminKubeconfig: state.kubeconfig, pki, launch: launchBinary, log }));
     await waitForServiceAccount(controllerManager, state.kubeconfig, dir);
     log(`cluster ${name}: ready with ${nodeNames.length} nodes in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {

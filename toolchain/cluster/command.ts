@@ -8,7 +8,7 @@ import { isOurs } from "./process.ts";
 
 export const defaultClusterName = "local";
 
-const clusterUsage = "usage: appstack cluster up|down|env|list [name]";
+const clusterUsage = "usage: appstack cluster up|down|env|list [name] [--real-node]  (--real-node: with `up`, a real node: pods run)";
 
 /** What a shell needs to use a local cluster: its kubeconfig, and the pinned kubectl on PATH. */
 export function shellLines(kubeconfig: string, indent = "  "): string {
@@ -26,23 +26,24 @@ export function isRunning(name: string): boolean {
   return state !== undefined && state.components.length > 0 && state.components.every((c) => isOurs(c.pid, state.dir));
 }
 
-export async function clusterUp(name: string): Promise<void> {
+export async function clusterUp(name: string, realNode = false): Promise<void> {
   if (isRunning(name)) {
     console.error(`cluster ${name} is already running`);
   } else {
     buildToolchain();
     if (existsSync(clusterDir(name))) await stopClusterAt(clusterDir(name));
-    await startCluster({ name, detached: true, log: (line) => console.error(line) });
+    await startCluster({ name, detached: true, realNode, log: (line) => console.error(line) });
   }
   console.log(envLines(name));
 }
 
 export async function clusterCommand(args: string[]): Promise<void> {
-  const [verb, name = defaultClusterName, ...extra] = args;
-  if (extra.length) throw new Error(`unexpected arguments: ${extra.join(" ")}\n${clusterUsage}`);
+  const realNode = args.includes("--real-node");
+  const [verb, name = defaultClusterName, ...extra] = args.filter((arg) => arg !== "--real-node");
+  if (extra.length || (realNode && verb !== "up")) throw new Error(`unexpected arguments: ${extra.join(" ") || "--real-node"}\n${clusterUsage}`);
   switch (verb) {
     case "up":
-      await clusterUp(name);
+      await clusterUp(name, realNode);
       return;
     case "down":
       await stopClusterAt(clusterDir(name));

@@ -65,7 +65,7 @@ function issue(subject: Subject, signer: { certPem: string; keyPem: string } | u
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privatePem };
 }
 
-function clientCertificate(ca: KeyPair, subject: Subject): KeyPair {
+export function clientCertificate(ca: KeyPair, subject: Subject): KeyPair {
   return issue(subject, ca, [
     { name: "basicConstraints", cA: false },
     { name: "keyUsage", digitalSignature: true, keyEncipherment: true },
@@ -73,7 +73,8 @@ function clientCertificate(ca: KeyPair, subject: Subject): KeyPair {
   ]);
 }
 
-export function createClusterPki(serviceIp: string): ClusterPki {
+/** `servingIps`: more addresses the API server answers on (a real node's bridge address). */
+export function createClusterPki(serviceIp: string, servingIps: readonly string[] = []): ClusterPki {
   const ca = issue({ commonName: "appstack-local-ca" }, undefined, [
     { name: "basicConstraints", cA: true },
     { name: "keyUsage", keyCertSign: true, cRLSign: true, digitalSignature: true },
@@ -91,6 +92,7 @@ export function createClusterPki(serviceIp: string): ClusterPki {
         { type: 2, value: "kubernetes.default.svc" },
         { type: 7, ip: "127.0.0.1" },
         { type: 7, ip: serviceIp },
+        ...servingIps.map((ip) => ({ type: 7, ip })),
       ],
     },
   ]);

@@ -9,7 +9,7 @@ import { isOurs, logTail, type ComponentProcess } from "./process.ts";
 const startTimeoutMs = 120_000;
 
 /** `explain` says, on a timeout, what the component itself reports as not ready. */
-async function waitUntil(what: string, component: ComponentProcess, marker: string, check: () => Promise<boolean>, explain?: () => Promise<string>): Promise<void> {
+export async function waitUntil(what: string, component: ComponentProcess, marker: string, check: () => Promise<boolean>, explain?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (!isOurs(component.pid, marker)) throw new Error(`${component.name} exited while waiting for ${what}:\n${logTail(component)}`);
@@ -22,11 +22,11 @@ async function waitUntil(what: string, component: ComponentProcess, marker: stri
   }
 }
 
-function statusOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<number> {
+export function statusOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<number> {
   return responseOf(get, url, options).then((response) => response.status);
 }
 
-function responseOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<{ status: number; body: string }> {
+export function responseOf(get: typeof httpGet | typeof httpsGet, url: string, options: RequestOptions): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = get(url, { ...options, timeout: 2_000 }, (res) => {
       let body = "";

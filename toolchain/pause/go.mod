@@ -1,0 +1,3 @@
+module appstack.dev/toolchain/pause
+
+go 1.26.8
