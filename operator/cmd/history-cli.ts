@@ -23,7 +23,7 @@ ${kubeFlagsUsage}  --state-dir=DIR  --backend-url=URL`;
 
 /** One update of an object's stack. */
 export interface HistoryRow {
-  /** Pulumi's update number of the stack. */
+  /** Pulumi's update number of the stack, where the backend numbers them (the file backend does not). */
   readonly version?: number;
   readonly time: string;
   readonly operation: string;
@@ -45,7 +45,7 @@ export function historyRows(summaries: readonly UpdateSummary[]): HistoryRow[] {
     const record = parseUpdateMessage(summary.message);
     const version = (summary as { version?: number }).version;
     return {
-      ...(version !== undefined ? { version } : {}),
+      ...(version ? { version } : {}),
       time: new Date(summary.startTime).toISOString(),
       operation: summary.kind,
       result: summary.result,
@@ -68,8 +68,8 @@ export function describeChangeCounts(changes: Record<string, number>): string {
 
 export function historyTable(rows: readonly HistoryRow[]): string {
   return table(
-    ["version", "time", "operation", "generation", "why", "changes"],
-    rows.map((row) => [String(row.version ?? ""), row.time.replace(/\.\d+Z$/, "Z"), `${row.operation} ${row.result}`, row.generation === undefined ? "-" : String(row.generation), row.reason, describeChangeCounts(row.changes)]),
+    ["time", "operation", "generation", "why", "changes"],
+    rows.map((row) => [row.time.replace(/\.\d+Z$/, "Z"), `${row.operation} ${row.result}`, row.generation === undefined ? "-" : String(row.generation), row.reason, describeChangeCounts(row.changes)]),
   );
 }
 

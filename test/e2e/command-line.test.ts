@@ -107,7 +107,7 @@ test("history: one row per update, with the generation applied and why: created,
 
   const table = await appstack("history", "app/web");
   assert.equal(table.status, 0, table.stderr);
-  assert.match(table.stdout, /^VERSION\s+TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES\n/);
+  assert.match(table.stdout, /^TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES\n/);
   assert.match(table.stdout, /update succeeded\s+2\s+drift repaired \(Deployment web: spec.replicas\)/);
 });
 

@@ -69,7 +69,7 @@ test("history rows: oldest first, the record's generation and why, other updates
   assert.equal(describeChangeCounts({ same: 2, update: 1, delete: 0 }), "update 1, same 2");
   assert.equal(describeChangeCounts({}), "none");
   const lines = historyTable(rows).split("\n");
-  assert.match(lines[0]!, /^VERSION\s+TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES$/);
+  assert.match(lines[0]!, /^TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES$/);
   assert.match(lines[1]!, /2026-01-01T10:00:00Z\s+update succeeded\s+1\s+created\s+create 3$/);
   assert.match(lines[2]!, /refresh failed\s+-\s+a person's pulumi up\s+none$/);
 });
