@@ -69,6 +69,7 @@ async function approve(argv: readonly string[]): Promise<string> {
   const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, yes: { type: "boolean", short: "y" } }, approveUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${approveUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], approveUsage);
+  if (values["all-namespaces"] || values.output) throw new UsageError(`approve takes one object in one namespace, and prints no data (no -A, no -o)\n${approveUsage}`);
   const clients = cliClients(values);
   const key = { kind, namespace: namespaceOf(values, clients.config), name };
   const label = `${kind.toLowerCase()}/${name} in namespace ${key.namespace}`;

@@ -73,10 +73,14 @@ export function historyTable(rows: readonly HistoryRow[]): string {
   );
 }
 
+/** The Pulumi CLI did not answer in time; the Automation API's history() takes no cancellation. */
+class HistoryTimedOut extends Error {}
+
 async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[]; format: ReturnType<typeof outputFormat> }> {
   const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, "state-dir": operatorOptions["state-dir"], "backend-url": operatorOptions["backend-url"] }, historyUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${historyUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], historyUsage);
+  if (values["all-namespaces"]) throw new UsageError(`history names one object: -n NAMESPACE, not -A\n${historyUsage}`);
   const format = outputFormat(values, historyUsage);
   const namespace = namespaceOf(values, kubeConfigOf(values));
   const config = loadConfig({ ...(values["state-dir"] ? { "state-dir": values["state-dir"] } : {}), ...(values["backend-url"] ? { "backend-url": values["backend-url"] } : {}) }, process.env, { readOnly: true });
@@ -94,7 +98,7 @@ async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[
     if (error instanceof StackNotFoundError) throw new Error(`${kind.toLowerCase()}/${name} in namespace ${namespace} has no stack (stack ${stack}): it was never applied, or it was deleted, and its stack and history with it`);
     throw error;
   });
-  if (summaries === timedOut) throw new Error(`reading the history of stack ${stack} took longer than ${config.operationTimeoutMs / 1000} s`);
+  if (summaries === timedOut) throw new HistoryTimedOut(`reading the history of stack ${stack} took longer than ${config.operationTimeoutMs / 1000} s (APPSTACK_OPERATION_TIMEOUT_SECONDS)`);
   return { rows: historyRows(summaries), format };
 }
 
@@ -106,6 +110,8 @@ export async function runHistoryCli(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError) throw error;
     process.stderr.write(`appstack history: ${error instanceof Error ? error.message : String(error)}\n`);
+    // The CLI process still runs (it only reads): exit without waiting for it.
+    if (error instanceof HistoryTimedOut) process.exit(1);
     return 1;
   }
 }

@@ -32,11 +32,14 @@ export interface ObjectState {
   readonly needsPerson: boolean;
 }
 
-/** The differences named in a reason or message that says `drift: a; b; and N more`. */
+/**
+ * The differences named in a reason or message: `drift: a; b; and N more` (a repair, a preview's
+ * reason) or `the children changed while or after they were applied: a; b` (DriftDetected).
+ */
 function driftIn(text: string | undefined): string[] {
-  const at = text?.indexOf("drift: ") ?? -1;
-  if (!text || at < 0) return [];
-  return text.slice(at + "drift: ".length).split("; ").filter((part) => !/^and \d+ more$/.test(part)).map(driftField);
+  const listed = /(?:^|\b)(?:drift|were applied): (.*)$/.exec(text ?? "")?.[1];
+  if (!listed) return [];
+  return listed.split("; ").filter((part) => !/^and \d+ more$/.test(part)).map(driftField);
 }
 
 /** What differs from what was applied: named by the plan waiting for approval, or by the repair under way. */

@@ -86,6 +86,8 @@ test("status: ready, drifted fields, the waiting plan and its age, stalled; who 
   assert.equal(waiting.needsPerson, true);
   const repairing = objectState(app({ name: "fixing" }, { conditions: [cond("Ready", "False", "RepairingDrift"), cond("Reconciling", "True", "RepairingDrift", "pulumi up: drift: Deployment fixing: spec.replicas: 2, want 1")] }));
   assert.deepEqual([repairing.drifted, repairing.needsPerson], [["Deployment fixing: spec.replicas"], false]);
+  const detected = objectState(app({ name: "moved" }, { conditions: [cond("Ready", "False", "DriftDetected"), cond("Reconciling", "True", "DriftDetected", "the children changed while or after they were applied: Deployment moved: spec.replicas: 3, want 1; Service moved: missing; and 2 more")] }));
+  assert.deepEqual(detected.drifted, ["Deployment moved: spec.replicas", "Service moved: missing"]);
   const stalled = objectState(app({ name: "stuck" }, { conditions: [cond("Ready", "False", "ResourceConflict", "x"), cond("Stalled", "True", "ResourceConflict", "Deployment stuck is not ours")] }));
   assert.deepEqual([stalled.stalled, stalled.needsPerson], [{ reason: "ResourceConflict", message: "Deployment stuck is not ours" }, true]);
   const old = objectState(app({ generation: 5 }, { conditions: [cond("Ready", "True", "Available")] }));
