@@ -9,6 +9,7 @@ import { engineFolders, loadConfig, operatorOptions } from "../manager/config.ts
 import { workspaceOptions } from "../pulumi/engine.ts";
 import { stackName, projectName } from "../pulumi/stack-names.ts";
 import { StateIo } from "../pulumi/state-io.ts";
+import { DeletedHistory, type StoredUpdate } from "../pulumi/deleted-history.ts";
 import { describeWhy, parseUpdateMessage, type UpdateWhy } from "../pulumi/update-messages.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
@@ -18,7 +19,7 @@ import { table } from "./table.ts";
 export const historyUsage = `usage: appstack history app/NAME|memcached/NAME [flags]
   one row per update of the object's stack: time, operation and result, the generation applied,
   why (spec changed, drift repaired, plan approved, retry) and the resource changes; oldest first.
-  A deleted object's stack is removed, and its history with it.
+  A deleted object's rows (its destroy the last) are kept after its stack is removed.
 ${kubeFlagsUsage}  --state-dir=DIR  --backend-url=URL`;
 
 /** One update of an object's stack. */
@@ -39,8 +40,16 @@ export interface HistoryRow {
   readonly changes: Record<string, number>;
 }
 
+/** What a row is made of: an update as the Automation API returns it. */
+type Summary = Pick<UpdateSummary, "kind" | "startTime" | "message" | "result" | "resourceChanges">;
+
+/** An update as the file backend stores it (a deleted stack's, kept aside), as the Automation API returns it. */
+export function summaryOf(stored: StoredUpdate): Summary {
+  return { kind: stored.kind as UpdateSummary["kind"], startTime: new Date(stored.startTime * 1000), message: stored.message ?? "", result: stored.result as UpdateSummary["result"], ...(stored.resourceChanges ? { resourceChanges: stored.resourceChanges } : {}) };
+}
+
 /** The rows of Pulumi's history (newest first), oldest first. */
-export function historyRows(summaries: readonly UpdateSummary[]): HistoryRow[] {
+export function historyRows(summaries: readonly Summary[]): HistoryRow[] {
   return [...summaries].reverse().map((summary) => {
     const record = parseUpdateMessage(summary.message);
     const version = (summary as { version?: number }).version;
@@ -76,7 +85,7 @@ export function historyTable(rows: readonly HistoryRow[]): string {
 /** The Pulumi CLI did not answer in time; the Automation API's history() takes no cancellation. */
 class HistoryTimedOut extends Error {}
 
-async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[]; format: ReturnType<typeof outputFormat> }> {
+async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[]; format: ReturnType<typeof outputFormat>; note?: string }> {
   const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, "state-dir": operatorOptions["state-dir"], "backend-url": operatorOptions["backend-url"] }, historyUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${historyUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], historyUsage);
@@ -88,23 +97,29 @@ async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[
   if (!existsSync(workDir)) throw new Error(`no operator has used the state folder ${config.stateDir} (set APPSTACK_STATE_DIR or --state-dir to the operator's)`);
   const settings = { backendUrl: config.backendUrl, passphrase: config.passphrase, pulumiHome, binaries: engineBinaries() };
   // The shared work folder's Pulumi.yaml is the operator's: not rewritten (no project settings).
-  const { projectSettings: _settings, ...options } = await workspaceOptions(settings, projectName, new StateIo(config.operationTimeoutMs));
+  const io = new StateIo(config.operationTimeoutMs);
+  const { projectSettings: _settings, ...options } = await workspaceOptions(settings, projectName, io);
   const stack = stackName(kind, namespace, name);
-  const read = async () => {
+  const read = async (): Promise<Summary[]> => {
     const workspace = await LocalWorkspace.create({ ...options, workDir });
     return (await Stack.select(stack, workspace)).history(undefined, undefined, false);
   };
-  const summaries = await withinDeadline(read(), config.operationTimeoutMs).catch((error: unknown) => {
-    if (error instanceof StackNotFoundError) throw new Error(`${kind.toLowerCase()}/${name} in namespace ${namespace} has no stack (stack ${stack}): it was never applied, or it was deleted, and its stack and history with it`);
-    throw error;
+  let note: string | undefined;
+  const summaries = await withinDeadline(read(), config.operationTimeoutMs).catch(async (error: unknown) => {
+    if (!(error instanceof StackNotFoundError)) throw error;
+    const deleted = await new DeletedHistory(config.backendUrl, io).latest(stack);
+    if (!deleted) throw new Error(`${kind.toLowerCase()}/${name} in namespace ${namespace} has no stack (stack ${stack}) and no kept history: it was never applied, or it was deleted too long ago`);
+    note = `${kind.toLowerCase()}/${name} in namespace ${namespace} was deleted at ${deleted.deletedAt.toISOString()}: its stack is removed; these rows were kept from its history`;
+    return deleted.updates.map(summaryOf).reverse();
   });
   if (summaries === timedOut) throw new HistoryTimedOut(`reading the history of stack ${stack} took longer than ${config.operationTimeoutMs / 1000} s (APPSTACK_OPERATION_TIMEOUT_SECONDS)`);
-  return { rows: historyRows(summaries), format };
+  return { rows: historyRows(summaries), format, ...(note ? { note } : {}) };
 }
 
 export async function runHistoryCli(argv: readonly string[]): Promise<number> {
   try {
-    const { rows, format } = await readHistory(argv);
+    const { rows, format, note } = await readHistory(argv);
+    if (note) process.stderr.write(note + "\n");
     process.stdout.write(format === "table" ? historyTable(rows) : printData(format, rows));
     return 0;
   } catch (error) {

@@ -5,8 +5,12 @@
 // the history). Pulumi's own setting covers the backups: PULUMI_DISABLE_CHECKPOINT_BACKUPS (set
 // in engine.ts; PULUMI_RETAIN_CHECKPOINTS, a fourth copy, stays off). For the rest there is no
 // setting, so the operator prunes after each operation: the last `limit` updates of each stack
-// stay (what `appstack history` shows), and a removed stack's leftovers go with it.
+// stay (what `appstack history` shows), and a removed stack's leftovers go with it. A destroyed
+// stack's history entries are kept aside before its removal (deleted-history.ts). None of this
+// fails an operation: a failure is logged, and pruning is tried again after the next operation.
 import { join } from "node:path";
+import type { Logger } from "../base/log.ts";
+import { DeletedHistory } from "./deleted-history.ts";
 import { fileBackendRoot } from "./engine.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
@@ -33,12 +37,39 @@ export function updatesIn(files: readonly string[]): { prefix: string; files: st
 export class HistoryRetention {
   private readonly root: string | undefined;
   private readonly io: StateIo;
+  private readonly log: Logger;
+  private readonly deleted: DeletedHistory;
   readonly limit: number;
 
-  constructor(backendUrl: string, io: StateIo, limit = defaultHistoryLimit) {
+  constructor(backendUrl: string, io: StateIo, log: Logger, limit = defaultHistoryLimit) {
     this.root = fileBackendRoot(backendUrl);
     this.io = io;
+    this.log = log;
+    this.deleted = new DeletedHistory(backendUrl, io);
     this.limit = limit;
+  }
+
+  /** After each operation on a stack: its history within the bound. */
+  afterOperation(stack: string): Promise<void> {
+    return this.logged(stack, "pruning the stack's history", () => this.prune(stack));
+  }
+
+  /** Before `stack rm`, which removes the history: kept aside for `appstack history`. */
+  beforeRemoval(stack: string): Promise<void> {
+    return this.logged(stack, "keeping the destroyed stack's history", () => this.deleted.archive(stack));
+  }
+
+  /** After `stack rm`: nothing of the stack left. */
+  afterRemoval(stack: string): Promise<void> {
+    return this.logged(stack, "removing what stack rm left", () => this.removeLeftovers(stack));
+  }
+
+  private async logged(stack: string, what: string, work: () => Promise<unknown>): Promise<void> {
+    try {
+      await work();
+    } catch (error) {
+      this.log.warn(`${what} failed`, { stack, error: error instanceof Error ? error.message : String(error) });
+    }
   }
 
   /** Removes all but the last `limit` updates of the stack's history, and its backups. Returns the updates removed. */

@@ -67,7 +67,7 @@ export class StackDriver {
     this.pending = new PendingOperations(this.checkpoints);
     this.recovery = new Recovery(settings, log, this.io, this.pending);
     this.deadlines = new DeadlineRunner(deadlineMs, log, (stack, why) => this.recovery.stopEngines(stack, why), observer);
-    this.retention = new HistoryRetention(settings.backendUrl, this.io, settings.historyLimit);
+    this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
   }
 
@@ -96,17 +96,7 @@ export class StackDriver {
       if (error instanceof StackNotFoundError) this.selection.deselect(name);
       throw await this.recovery.afterFailure(name, error);
     } finally {
-      await this.pruneHistory(name);
-    }
-  }
-
-  /** Keeps the stack's history within its bound; a failure is logged, the operation's result stands. */
-  private async pruneHistory(name: string, removed = false): Promise<void> {
-    try {
-      if (removed) await this.retention.removeLeftovers(name);
-      else await this.retention.prune(name);
-    } catch (error) {
-      this.log.warn("pruning the stack's history failed; tried again after its next operation", { stack: name, error: error instanceof Error ? error.message : String(error) });
+      await this.retention.afterOperation(name);
     }
   }
 
@@ -232,8 +222,9 @@ export class StackDriver {
           return this.deadlines.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary);
         }),
       );
+      await this.retention.beforeRemoval(name);
       await this.deadlines.command("destroy", name, "stack rm", () => stack.workspace.removeStack(name));
-      await this.pruneHistory(name, true);
+      await this.retention.afterRemoval(name);
       this.forgetSelection(name);
       return result;
     });
@@ -294,7 +285,7 @@ export class StackDriver {
     await this.deadlines.command("destroy", name, "stack rm", () => ws.removeStack(name, { force: true })).catch((error: unknown) => {
       if (!(error instanceof StackNotFoundError)) throw error;
     });
-    await this.pruneHistory(name, true);
+    await this.retention.afterRemoval(name);
     this.forgetSelection(name);
   }
 

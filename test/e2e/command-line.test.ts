@@ -230,18 +230,30 @@ test("status: exit 0 once nothing needs a person (the plan approved, the conflic
   assert.deepEqual([after?.metadata?.uid, after?.metadata?.generation], [theirClash?.metadata?.uid, theirClash?.metadata?.generation], "the other party's Deployment is untouched");
 });
 
-test("history of a deleted object: its stack and history are removed with it, and nothing is left in the state folder", async () => {
+test("history of a deleted object: its rows, the destroy the last, kept aside; nothing else of its stack left in the state folder", async () => {
   await workloads.delete("App", namespace, "web");
   await workloads.gone("App", namespace, "web");
   await eventually("the Deployment web to be gone", async () => ((await deployment("web")) === undefined ? true : undefined));
-  const result = await appstack("history", "app/web");
-  assert.equal(result.status, 1);
-  assert.match(result.stderr, /app\/web in namespace default has no stack .*deleted/);
+  await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace }), (error) => isNotFound(error));
+  const result = await appstack("history", "app/web", "-o", "json");
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stderr, /app\/web in namespace default was deleted at \S+: its stack is removed; these rows were kept from its history/);
+  const rows = JSON.parse(result.stdout) as HistoryRow[];
+  assert.deepEqual(rows.map((r) => [r.operation, r.result, r.why]), [
+    ["update", "succeeded", "created"],
+    ["update", "succeeded", "spec"],
+    ["update", "succeeded", "drift"],
+    ["destroy", "succeeded", "deleted"],
+  ]);
+  assert.ok((rows[3]!.changes["delete"] ?? 0) >= 2, JSON.stringify(rows[3]!.changes));
+
   const pulumiDir = join(operator!.stateDir, "backend", ".pulumi");
   const stack = stackName("App", namespace, "web");
   const left = ["stacks/appstack", "history/appstack", "backups/appstack"].flatMap((dir) => (existsSync(join(pulumiDir, dir)) ? readdirSync(join(pulumiDir, dir)) : []).filter((f) => f.startsWith(`${stack}.json`) || f === stack));
   assert.deepEqual(left, []);
-  await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace }), (error) => isNotFound(error));
+  const kept = readdirSync(join(operator!.stateDir, "backend", "deleted-history")).filter((folder) => folder.endsWith(`-${stack}`));
+  assert.equal(kept.length, 1);
+  assert.deepEqual(readdirSync(join(operator!.stateDir, "backend", "deleted-history", kept[0]!)).map((f) => f.replace(/-\d+\./, "-N.")), Array(4).fill(`${stack}-N.history.json`), "the history entries only, no checkpoint copies");
 });
 
 test("bounded state: a churn of updates keeps the last N per stack, and no backups", async (t) => {

@@ -9,13 +9,15 @@ import { test } from "node:test";
 import type { UpdateSummary } from "@pulumi/pulumi/automation/index.js";
 import type { App, PreviewStatus } from "../../crds/types.ts";
 import { updateRecord } from "../../operator/controller/update.ts";
-import { describeChangeCounts, historyRows, historyTable } from "../../operator/cmd/history-cli.ts";
+import { describeChangeCounts, historyRows, historyTable, summaryOf } from "../../operator/cmd/history-cli.ts";
 import { describePlan } from "../../operator/cmd/approve-cli.ts";
 import { outputFormat, parseObjectRef } from "../../operator/cmd/kube-flags.ts";
 import { objectState, statusTable } from "../../operator/cmd/status-cli.ts";
 import { UsageError } from "../../operator/cmd/flags.ts";
 import { HistoryRetention, updatesIn } from "../../operator/pulumi/history-retention.ts";
+import { DeletedHistory } from "../../operator/pulumi/deleted-history.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
+import { createLogger } from "../../operator/base/log.ts";
 import { driftField, parseUpdateMessage, updateMessage } from "../../operator/pulumi/update-messages.ts";
 
 test("an update's message reads as words and parses back to its record; other messages parse to nothing", () => {
@@ -134,7 +136,7 @@ test("history retention keeps the last N updates of a stack, every file of each;
     const backups = join(backend, ".pulumi", "backups", "appstack", "app.default.web");
     mkdirSync(backups, { recursive: true });
     writeFileSync(join(backups, "app.default.web.1.json"), "{}");
-    const retention = new HistoryRetention(pathToFileURL(backend).href, new StateIo(10_000), 2);
+    const retention = new HistoryRetention(pathToFileURL(backend).href, new StateIo(10_000), createLogger({ level: "error", format: "text", write: () => undefined }), 2);
     assert.equal(await retention.prune("app.default.web"), 3);
     assert.deepEqual(readdirSync(folder).sort(), [...stamps.slice(3).flatMap((s) => ["checkpoint.json", "checkpoint.json.attrs", "history.json", "history.json.attrs"].map((f) => `app.default.web-${s}.${f}`)), "unrelated.txt"].sort());
     assert.equal(existsSync(backups), false);
@@ -146,6 +148,39 @@ test("history retention keeps the last N updates of a stack, every file of each;
     await retention.removeLeftovers("app.default.web");
     assert.deepEqual(readdirSync(stacks), ["app.default.web.json.json"], "the stack of an object named web.json is another stack");
     assert.equal(existsSync(folder), false);
+  } finally {
+    rmSync(backend, { recursive: true, force: true });
+  }
+});
+
+test("a destroyed stack's history entries are kept aside (no checkpoint copies), the last N deleted stacks of all", async () => {
+  const backend = mkdtempSync(join(tmpdir(), "appstack-deleted-"));
+  try {
+    const history = (stack: string) => join(backend, ".pulumi", "history", "appstack", stack);
+    const entry = (stack: string, nanos: string, startTime: number, why: "created" | "deleted") => {
+      mkdirSync(history(stack), { recursive: true });
+      const message = updateMessage({ generation: 1, why });
+      writeFileSync(join(history(stack), `${stack}-${nanos}.history.json`), JSON.stringify({ kind: why === "deleted" ? "destroy" : "update", startTime, message, result: "succeeded", resourceChanges: { [why === "deleted" ? "delete" : "create"]: 3 } }));
+      writeFileSync(join(history(stack), `${stack}-${nanos}.checkpoint.json`), "{}");
+    };
+    entry("app.default.web", "999999999", 100, "created");
+    entry("app.default.web", "1000000000", 100, "deleted");
+    const kept = new DeletedHistory(pathToFileURL(backend).href, new StateIo(10_000), 2);
+    await kept.archive("app.default.web", 1_000);
+    const found = await kept.latest("app.default.web");
+    assert.equal(found?.deletedAt.toISOString(), new Date(1_000).toISOString());
+    const rows = historyRows(found.updates.map(summaryOf).reverse());
+    assert.deepEqual(rows.map((r) => [r.operation, r.why, r.time]), [["update", "created", "1970-01-01T00:01:40.000Z"], ["destroy", "deleted", "1970-01-01T00:01:40.000Z"]]);
+    const archive = join(backend, "deleted-history");
+    assert.deepEqual(readdirSync(join(archive, "1000-app.default.web")).sort(), ["app.default.web-1000000000.history.json", "app.default.web-999999999.history.json"]);
+
+    entry("app.default.a", "1", 1, "deleted");
+    entry("app.default.b", "1", 1, "deleted");
+    await kept.archive("app.default.a", 2_000);
+    await kept.archive("app.default.b", 3_000);
+    assert.deepEqual(readdirSync(archive).sort(), ["2000-app.default.a", "3000-app.default.b"]);
+    assert.equal(await kept.latest("app.default.web"), undefined);
+    assert.equal(await kept.latest("app.default.none"), undefined);
   } finally {
     rmSync(backend, { recursive: true, force: true });
   }
