@@ -36,16 +36,31 @@ const cluster = useCluster(
   () => disposeOperator(operator),
 );
 
+const cliEnv = () => ({ ...process.env, PATH: `${bin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator!.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" });
+
 /** `kubectl appstack <args>` with the plugin folder first on PATH; stdin is no terminal. */
 function appstack(...args: string[]): Promise<CliResult> {
-  const child = spawn(toolPath("kubectl"), ["appstack", ...args], {
-    env: { ...process.env, PATH: `${bin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator!.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" },
-    stdio: ["ignore", "pipe", "pipe"],
+  return finished(spawn(toolPath("kubectl"), ["appstack", ...args], { env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+/** `kubectl appstack <args>` on a terminal (a pseudo-terminal of util-linux `script`), answering its question with `answer`. */
+function appstackOnTerminal(answer: string, ...args: string[]): Promise<CliResult> {
+  const child = spawn("script", ["-qec", ["kubectl", "appstack", ...args].join(" "), "/dev/null"], { env: cliEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  let asked = false;
+  const result = finished(child);
+  child.stdout.on("data", (chunk: Buffer) => {
+    if (asked || !chunk.toString().includes("[y/N]")) return;
+    asked = true;
+    child.stdin.write(`${answer}\n`);
   });
+  return result;
+}
+
+function finished(child: ReturnType<typeof spawn>): Promise<CliResult> {
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const deadline = setTimeout(() => child.kill("SIGKILL"), 120_000);
   return new Promise((resolve) => child.once("close", (status) => {
     clearTimeout(deadline);
@@ -111,7 +126,7 @@ test("history: one row per update, with the generation applied and why: created,
   assert.match(table.stdout, /update succeeded\s+2\s+drift repaired \(Deployment web: spec.replicas\)/);
 });
 
-test("approve: refused without a terminal, confirmed with --yes (exactly the waiting plan), refused when no plan waits", async () => {
+test("approve: refused without a terminal, declined and confirmed on one (exactly the waiting plan), refused when no plan waits", async () => {
   await workloads.create({ kind: "App", metadata: { name: "gated", namespace }, spec: { image: "nginx:1.27", replicas: 1, updatePolicy: "Preview" } });
   const { preview } = await workloads.previewOf("App", namespace, "gated");
 
@@ -121,10 +136,15 @@ test("approve: refused without a terminal, confirmed with --yes (exactly the wai
   assert.match(unasked.stderr, /no terminal to ask on; pass --yes/);
   assert.equal((await workloads.get("App", namespace, "gated")).metadata.annotations?.[approveAnnotation], undefined, "nothing approved");
 
-  const approved = await appstack("approve", "app/gated", "--yes");
-  assert.equal(approved.status, 0, approved.stderr);
+  // On a terminal it asks: "n" approves nothing, "y" approves the plan shown.
+  const declined = await appstackOnTerminal("n", "approve", "app/gated");
+  assert.equal(declined.status, 1, declined.stdout);
+  assert.match(declined.stdout, new RegExp(`approve plan ${preview.planId}\\? \\[y/N\\][^\\n]*\\n+appstack approve: not approved\\r?\\n$`));
+  assert.equal((await workloads.get("App", namespace, "gated")).metadata.annotations?.[approveAnnotation], undefined, "nothing approved");
+  const approved = await appstackOnTerminal("y", "approve", "app/gated");
+  assert.equal(approved.status, 0, approved.stdout);
   assert.match(approved.stdout, /create\s+kubernetes:apps\/v1:Deployment gated/);
-  assert.match(approved.stderr, new RegExp(`approved plan ${preview.planId}`));
+  assert.match(approved.stdout, new RegExp(`approved plan ${preview.planId}`));
   await workloads.ready("App", namespace, "gated");
   await eventWithReason(cluster().core, namespace, "gated", "PlanApplied", (m) => m.includes(preview.planId));
   assert.equal((await deployment("gated"))?.spec?.replicas, 1);
