@@ -11,7 +11,7 @@ import type { App, PreviewStatus } from "../../crds/types.ts";
 import { updateRecord } from "../../operator/controller/update.ts";
 import { describeChangeCounts, historyRows, historyTable, summaryOf } from "../../operator/cmd/history-cli.ts";
 import { describePlan } from "../../operator/cmd/approve-cli.ts";
-import { outputFormat, parseObjectRef } from "../../operator/cmd/kube-flags.ts";
+import { kubeConfigOf, namespaceOf, outputFormat, parseObjectRef } from "../../operator/cmd/kube-flags.ts";
 import { objectState, statusTable } from "../../operator/cmd/status-cli.ts";
 import { UsageError } from "../../operator/cmd/flags.ts";
 import { HistoryRetention, updatesIn } from "../../operator/pulumi/history-retention.ts";
@@ -121,6 +121,24 @@ test("kubectl's ways of naming an object and an output format", () => {
   assert.equal(outputFormat({}, "u"), "table");
   assert.equal(outputFormat({ output: "yaml" }, "u"), "yaml");
   assert.throws(() => outputFormat({ output: "wide" }, "u"), UsageError);
+});
+
+test("kubectl's --kubeconfig, --context and -n: the namespace from -n, else the context's, else default", () => {
+  const folder = mkdtempSync(join(tmpdir(), "appstack-kubeconfig-"));
+  try {
+    const file = join(folder, "config");
+    writeFileSync(file, [
+      "apiVersion: v1", "kind: Config", "current-context: one",
+      "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]", "users: [{name: u, user: {token: t}}]",
+      "contexts: [{name: one, context: {cluster: c, user: u}}, {name: two, context: {cluster: c, user: u, namespace: team-b}}]",
+    ].join("\n"));
+    assert.equal(namespaceOf({}, kubeConfigOf({ kubeconfig: file })), "default");
+    assert.equal(namespaceOf({}, kubeConfigOf({ kubeconfig: file, context: "two" })), "team-b");
+    assert.equal(namespaceOf({ namespace: "team-c" }, kubeConfigOf({ kubeconfig: file, context: "two" })), "team-c");
+    assert.throws(() => kubeConfigOf({ kubeconfig: file, context: "three" }), /no context "three"/);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
 });
 
 test("history retention keeps the last N updates of a stack, every file of each; a removed stack leaves nothing", async () => {
