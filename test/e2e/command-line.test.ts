@@ -16,7 +16,8 @@ import type { ObjectState } from "../../operator/cmd/status-cli.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
-import { holdWrites } from "../helpers/hold.ts";
+import { denyWrites, holdWrites } from "../helpers/hold.ts";
+import { fieldManager } from "../../components/metadata.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type CliResult, type OperatorProcess } from "../helpers/operator.ts";
 
 /** Updates kept per stack in this file: small, so that the churn below passes it. */
@@ -124,6 +125,28 @@ test("history: one row per update, with the generation applied and why: created,
   assert.equal(table.status, 0, table.stderr);
   assert.match(table.stdout, /^TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES\n/);
   assert.match(table.stdout, /update succeeded\s+2\s+drift repaired \(Deployment web: spec.replicas\)/);
+});
+
+test("history: a failed update and its retry, each a row; the oldest row pruned past the bound", async () => {
+  // The engine's first write of the new spec is refused: the update fails, and is retried.
+  const denial = await denyWrites(cluster().cluster, "deployments", "UPDATE", namespace, "web", { when: (request) => request.options?.fieldManager === fieldManager, times: 1 });
+  try {
+    await workloads.scale("App", namespace, "web", 3);
+    await denial.denied;
+    await workloads.ready("App", namespace, "web");
+  } finally {
+    await denial.remove();
+  }
+  assert.equal((await deployment("web"))?.spec?.replicas, 3);
+  const rows = await history("App", "web");
+  assert.deepEqual(rows.map((r) => [r.operation, r.result, r.generation, r.why, r.attempt]), [
+    ["update", "succeeded", 2, "spec", undefined],
+    ["update", "succeeded", 2, "drift", undefined],
+    ["update", "failed", 3, "spec", undefined],
+    ["update", "succeeded", 3, "spec", 2],
+  ], `the last ${historyLimit} updates`);
+  assert.equal(rows[3]!.reason, "retry 2: spec changed (generation 2 -> 3)");
+  assert.equal(historyEntries("App", "web").length, historyLimit);
 });
 
 test("approve: refused without a terminal, declined and confirmed on one (exactly the waiting plan), refused when no plan waits", async () => {
@@ -259,10 +282,11 @@ test("history of a deleted object: its rows, the destroy the last, kept aside; n
   assert.equal(result.status, 0, result.stderr);
   assert.match(result.stderr, /app\/web in namespace default was deleted at \S+: its stack is removed; these rows were kept from its history/);
   const rows = JSON.parse(result.stdout) as HistoryRow[];
+  // The last updates within the bound, as the stack had them when it was destroyed.
   assert.deepEqual(rows.map((r) => [r.operation, r.result, r.why]), [
-    ["update", "succeeded", "created"],
-    ["update", "succeeded", "spec"],
     ["update", "succeeded", "drift"],
+    ["update", "failed", "spec"],
+    ["update", "succeeded", "spec"],
     ["destroy", "succeeded", "deleted"],
   ]);
   assert.ok((rows[3]!.changes["delete"] ?? 0) >= 2, JSON.stringify(rows[3]!.changes));
