@@ -11,9 +11,12 @@ import { runOperator } from "./main.ts";
 import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
 import { runStacksCli } from "./stacks-cli.ts";
+import { runHistoryCli } from "./history-cli.ts";
+import { runApproveCli } from "./approve-cli.ts";
+import { runStatusCli } from "./status-cli.ts";
 import { runMainJob } from "./run.ts";
 
-const usage = `usage: appstack <command>
+const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstack <command>)
   run [--samples] [--real-node]
                          the main job: the operator in the foreground, on a local cluster
                          unless --kubeconfig=PATH or KUBECONFIG names one; Ctrl-C stops all
@@ -24,6 +27,9 @@ const usage = `usage: appstack <command>
   stacks <args>          the pinned Pulumi CLI on the operator's own stacks (stack ls, stack export, ...),
                          with their secrets' key service; the state as the operator finds it
   kubectl <args>         the pinned kubectl, against KUBECONFIG
+  status|get [-n NS|-A] [-o json|yaml]   every App and Memcached: ready, drifted, awaiting approval, stalled; exit 3 when one needs a person
+  history app/NAME [-o json|yaml]        what the operator did to one object, when and why (its stack's history)
+  approve app/NAME [--yes]               shows the plan waiting for approval, asks, and approves exactly it
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
   crds                   write crds/yaml/ from the TypeScript CRD definitions
@@ -35,6 +41,10 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   run: runMainJob,
   operator: runOperator,
   preview: runPreviewCli,
+  status: runStatusCli,
+  get: runStatusCli,
+  history: runHistoryCli,
+  approve: runApproveCli,
   cluster: clusterCommand,
   pulumi: (args) => {
     buildToolchain();

@@ -6,8 +6,13 @@ import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 export class UsageError extends Error {}
 
 export function parseFlags<const Options extends ParseArgsOptionsConfig>(argv: readonly string[], options: Options, usage: string) {
+  return parseCommandLine(argv, options, usage, false).values;
+}
+
+/** Flags and the arguments between them (`history app/web -n team`). */
+export function parseCommandLine<const Options extends ParseArgsOptionsConfig>(argv: readonly string[], options: Options, usage: string, allowPositionals = true) {
   try {
-    return parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+    return parseArgs({ args: [...argv], options, strict: true, allowPositionals });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS")) throw new UsageError(`${(error as Error).message}\n${usage}`);

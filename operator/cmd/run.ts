@@ -15,6 +15,7 @@ import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";
+import { installPluginBin } from "./plugin-bin.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
@@ -59,7 +60,8 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   if (cluster) {
     // The state folder too, so that `npx appstack preview` and `npx appstack stacks` there use this operator's stacks.
     const stateLine = localState ? `\n  export APPSTACK_STATE_DIR=${localState}` : "";
-    say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one):\n${shellLines(cluster.kubeconfig)}${stateLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n`);
+    const pluginLine = `\n  export PATH=${installPluginBin(join(cluster.dir, "bin"))}:$PATH`;
+    say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one, with the appstack plugin):\n${shellLines(cluster.kubeconfig)}${stateLine}${pluginLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n  kubectl appstack status -A\n`);
   }
   const config = loadConfig({ ...flags, kubeconfig: cluster?.kubeconfig ?? kubeconfig, ...(localState ? { "state-dir": localState } : {}) }, { APPSTACK_LOG_FORMAT: "text", ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });

@@ -13,6 +13,7 @@ import type { KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { describeChanges } from "../pulumi/preview-steps.ts";
+import { updateMessage } from "../pulumi/update-messages.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
@@ -49,7 +50,7 @@ export class Deletion {
     let forgotten = false;
     try {
       await this.deps.ownership.dropForeign(object, stack, log);
-      const operation = await this.deps.driver.destroy(stack);
+      const operation = await this.deps.driver.destroy(stack, updateMessage({ generation: object.metadata.generation ?? 0, why: "deleted" }));
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {

@@ -16,7 +16,7 @@ export interface Applied {
 export type Decision =
   | { action: "none" }
   /** A new spec (or program) to apply; `refresh` when the stack's record of the cluster cannot be trusted. */
-  | { action: "apply"; reason: string; refresh: boolean }
+  | { action: "apply"; reason: string; refresh: boolean; cause: "created" | "spec" | "program" | "interrupted" }
   /** Drift: the live children differ from what was applied. */
   | { action: "repair"; reason: string };
 
@@ -63,9 +63,9 @@ export function describeDrift(drift: readonly string[]): string {
 
 export function decide(input: DecisionInput): Decision {
   const { generation, applied, drift } = input;
-  if (!applied) return { action: "apply", reason: input.orphanedState ? "never applied (the stack already records resources: refreshed first)" : "never applied", refresh: input.orphanedState };
-  if (applied.programVersion !== programVersion) return { action: "apply", reason: "the operator's program changed", refresh: drift.length > 0 };
-  if (applied.generation !== generation) return { action: "apply", reason: `spec changed (generation ${applied.generation} -> ${generation})`, refresh: false };
+  if (!applied) return { action: "apply", reason: input.orphanedState ? "never applied (the stack already records resources: refreshed first)" : "never applied", refresh: input.orphanedState, cause: "created" };
+  if (applied.programVersion !== programVersion) return { action: "apply", reason: "the operator's program changed", refresh: drift.length > 0, cause: "program" };
+  if (applied.generation !== generation) return { action: "apply", reason: `spec changed (generation ${applied.generation} -> ${generation})`, refresh: false, cause: "spec" };
   if (drift.length) return { action: "repair", reason: `drift: ${describeDrift(drift)}` };
   return { action: "none" };
 }

@@ -21,6 +21,7 @@ import { parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { programFor } from "../pulumi/programs.ts";
+import { updateMessage } from "../pulumi/update-messages.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
@@ -133,12 +134,12 @@ export class Reconciler {
    */
   private async finishInterrupted(object: Workload, stack: string, key: string, observed: Observed, log: Logger): Promise<HandlerResult> {
     const reason = "an interrupted operation left the stack's record of the cluster unfinished";
-    if (object.spec.updatePolicy !== "Preview") return this.update.apply(object, stack, key, { action: "apply", reason, refresh: true }, observed, log);
+    if (object.spec.updatePolicy !== "Preview") return this.update.apply(object, stack, key, { action: "apply", reason, refresh: true, cause: "interrupted" }, observed, log);
     log.info("pulumi refresh", { reason });
     const started = Date.now();
     const previous = stackStatusOf(object, stack);
     try {
-      await this.deps.driver.refresh(stack, programFor(object));
+      await this.deps.driver.refresh(stack, programFor(object), updateMessage({ generation: object.metadata.generation ?? 0, why: "interrupted", detail: reason }));
     } catch (error) {
       if (error instanceof StackBusy) return this.reporter.locked(object, observed.deployment, previous, error, log);
       throw await this.reporter.operationFailed(object, key, previous, observed.deployment, error, started, log, object.status?.preview);

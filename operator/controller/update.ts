@@ -8,6 +8,7 @@ import type { Previewing, PreviewingDeps } from "./previewing.ts";
 import { briefError } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import { describeChanges } from "../pulumi/preview-steps.ts";
+import { driftField, updateMessage, type UpdateRecord } from "../pulumi/update-messages.ts";
 import { programFor } from "../pulumi/programs.ts";
 import type { HandlerResult } from "./queue.ts";
 import { StackBusy, StackOperationFailed } from "../pulumi/stack-errors.ts";
@@ -26,6 +27,16 @@ export interface Approved {
 function appliedStack(object: Workload, stack: string, operation: StackOperation, approved: Approved | undefined): StackStatus {
   const appliedFingerprint = encodeApplied({ programVersion, generation: object.metadata.generation ?? 0 });
   return { name: stack, lastOperation: operation, appliedFingerprint, ...(approved ? { appliedPlan: approved.planId } : {}), attempts: 0 };
+}
+
+/** Why this `up` runs, as the stack's history keeps it (update-messages.ts). */
+export function updateRecord(object: Workload, decision: Pending, drift: readonly string[], previous: StackStatus, approved: Approved | undefined): UpdateRecord {
+  const generation = object.metadata.generation ?? 0;
+  const attempt = (previous.attempts ?? 0) > 0 ? { attempt: (previous.attempts ?? 0) + 1 } : {};
+  const fields = drift.length ? { fields: drift.map(driftField) } : {};
+  if (approved) return { generation, why: "approved", plan: approved.planId, detail: object.status?.preview?.reason ?? decision.reason, ...fields, ...attempt };
+  if (decision.action === "repair") return { generation, why: "drift", detail: decision.reason, ...fields, ...attempt };
+  return { generation, why: decision.cause, detail: decision.reason, ...attempt };
 }
 
 /** What an update uses: what a preview uses, and the preview itself. */
@@ -53,7 +64,8 @@ export class Update {
     let operation: StackOperation;
     try {
       await this.deps.ownership.dropForeign(object, stack, log);
-      operation = await this.up(object, stack, refreshes(decision), log, approved);
+      const message = updateMessage(updateRecord(object, decision, observed.drift, previous, approved));
+      operation = await this.up(object, stack, refreshes(decision), message, log, approved);
     } catch (error) {
       if (error instanceof StackBusy) return this.deps.reporter.locked(object, observed.deployment, previous, error, log);
       if (approved && error instanceof StackOperationFailed && /violates plan/.test(error.message)) {
@@ -75,8 +87,8 @@ export class Update {
    * gone which the state still records ("not found") is run again with a refresh: the state is
    * from a cluster or an object that no longer exists.
    */
-  private async up(object: Workload, stack: string, refresh: boolean, log: Logger, approved?: Approved): Promise<StackOperation> {
-    const run = (withRefresh: boolean) => this.deps.driver.up(stack, programFor(object), { refresh: withRefresh, ...(approved ? { plan: approved.planFile } : {}) });
+  private async up(object: Workload, stack: string, refresh: boolean, message: string, log: Logger, approved?: Approved): Promise<StackOperation> {
+    const run = (withRefresh: boolean) => this.deps.driver.up(stack, programFor(object), { refresh: withRefresh, message, ...(approved ? { plan: approved.planFile } : {}) });
     try {
       return await run(refresh);
     } catch (error) {

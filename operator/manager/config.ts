@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ParseArgsOptionsConfig } from "node:util";
 import type { Level } from "../base/log.ts";
+import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
 
 export interface OperatorConfig {
   readonly kubeconfig?: string;
@@ -33,6 +34,8 @@ export interface OperatorConfig {
   readonly shutdownGraceMs: number;
   /** How long one Pulumi operation may take before it is cancelled. */
   readonly operationTimeoutMs: number;
+  /** Updates kept in each stack's history, for `appstack history` (older ones are pruned). */
+  readonly historyLimit: number;
   /** How often every object is re-checked against its live children, events or not (controller-runtime's SyncPeriod). */
   readonly resyncMs: number;
   /** How long a new leader waits for every watch to list before it gives up the lease and exits (controller-runtime's CacheSyncTimeout). */
@@ -164,6 +167,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     ...(env["APPSTACK_RBAC_BINDING"] ? { rbacBinding: env["APPSTACK_RBAC_BINDING"] } : {}),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
     operationTimeoutMs: positiveInt(setting("operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,
+    historyLimit: positiveInt(env["APPSTACK_HISTORY_LIMIT"], defaultHistoryLimit, "APPSTACK_HISTORY_LIMIT"),
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,
     // so it is cheap; it is the backstop for a change no watch event announced.
     resyncMs: positiveInt(setting("resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,

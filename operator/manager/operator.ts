@@ -41,6 +41,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
       binaries,
       workDir: await prepareWorkDir(workDir, config.backendUrl, io),
       operationTimeoutMs: config.operationTimeoutMs,
+      historyLimit: config.historyLimit,
       // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.
       ...(config.leaderElection ? { otherHost: peerPodCheck(clients.core, config.leaderElection.namespace) } : {}),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),

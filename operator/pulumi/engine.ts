@@ -141,6 +141,8 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
     envVars: {
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       PULUMI_SKIP_UPDATE_CHECK: "true",
+      // No third copy of every checkpoint under .pulumi/backups/ (history-retention.ts).
+      PULUMI_DISABLE_CHECKPOINT_BACKUPS: "true",
       // A stack whose settings file is not in the workspace (the preview command's copy of the
       // state has none) opens its secrets with its state's provider, not a new passphrase one.
       PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: "true",

@@ -11,6 +11,7 @@ import type { Logger } from "../base/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
 import { Checkpoints, childrenIn, exportedDeployment, type RecordedChild } from "./checkpoints.ts";
+import { HistoryRetention } from "./history-retention.ts";
 import { DeadlineRunner, defaultOperationTimeoutMs, type OperationObserver } from "./deadline-runner.ts";
 import { PendingOperations } from "./pending-operations.ts";
 import { Recovery, type RecoverySettings } from "./recovery.ts";
@@ -30,10 +31,17 @@ function refreshing(refresh: boolean): { refresh: boolean; runProgram?: true } {
   return refresh ? { refresh, runProgram: true } : { refresh };
 }
 
+/** The update's message (update-messages.ts): why it ran, kept in the stack's history. */
+function messageOf(message: string | undefined): { message?: string } {
+  return message === undefined ? {} : { message };
+}
+
 export type StackDriverSettings = EngineSettings &
   RecoverySettings & {
     readonly workDir: string;
     readonly operationTimeoutMs?: number;
+    /** Updates kept in each stack's history (history-retention.ts). */
+    readonly historyLimit?: number;
   };
 
 export class StackDriver {
@@ -45,6 +53,7 @@ export class StackDriver {
   private readonly recovery: Recovery;
   private readonly deadlines: DeadlineRunner;
   private readonly selection: StackSelection;
+  private readonly retention: HistoryRetention;
 
   constructor(
     settings: StackDriverSettings,
@@ -58,6 +67,7 @@ export class StackDriver {
     this.pending = new PendingOperations(this.checkpoints);
     this.recovery = new Recovery(settings, log, this.io, this.pending);
     this.deadlines = new DeadlineRunner(deadlineMs, log, (stack, why) => this.recovery.stopEngines(stack, why), observer);
+    this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
   }
 
@@ -85,6 +95,8 @@ export class StackDriver {
       // Removed from the backend behind our back: select (or create) it afresh next time.
       if (error instanceof StackNotFoundError) this.selection.deselect(name);
       throw await this.recovery.afterFailure(name, error);
+    } finally {
+      await this.retention.afterOperation(name);
     }
   }
 
@@ -94,7 +106,7 @@ export class StackDriver {
    * refresh runs before it on its own.
    * Throws StackOperationFailed or StackBusy.
    */
-  up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string }): Promise<StackOperation> {
+  up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; message?: string }): Promise<StackOperation> {
     return this.deadlines.answered("up", async () => {
       const stack = await this.selection.select(name, program, "up");
       const onOutput = this.engineOutput(name);
@@ -103,10 +115,10 @@ export class StackDriver {
           await this.clearPendingOperations(stack, "up");
           // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
           const separateRefresh = options.refresh && options.plan !== undefined;
-          if (separateRefresh) await this.runRefresh(name, stack);
+          if (separateRefresh) await this.runRefresh(name, stack, options.message);
           return this.deadlines.run(name, "up", async (signal) => {
             const onEvent = summaryRecorder(stack, "update");
-            return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}) })).summary;
+            return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}), ...messageOf(options.message) })).summary;
           });
         }),
       );
@@ -117,20 +129,20 @@ export class StackDriver {
    * A refresh alone: the stack's record follows the cluster, which it does not change (so it
    * needs no approval). What is left of an interrupted operation is cleared first.
    */
-  refresh(name: string, program: PulumiFn): Promise<StackOperation> {
+  refresh(name: string, program: PulumiFn, message?: string): Promise<StackOperation> {
     return this.deadlines.answered("refresh", async () => {
       const stack = await this.selection.select(name, program, "refresh");
       return this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
           await this.clearPendingOperations(stack, "refresh");
-          return this.runRefresh(name, stack);
+          return this.runRefresh(name, stack, message);
         }),
       );
     });
   }
 
-  private runRefresh(name: string, stack: Stack): Promise<StackOperation> {
-    return this.deadlines.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal })).summary);
+  private runRefresh(name: string, stack: Stack, message: string | undefined): Promise<StackOperation> {
+    return this.deadlines.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal, ...messageOf(message) })).summary);
   }
 
   /**
@@ -195,7 +207,7 @@ export class StackDriver {
   }
 
   /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
-  destroy(name: string): Promise<StackOperation | undefined> {
+  destroy(name: string, message?: string): Promise<StackOperation | undefined> {
     return this.deadlines.answered("destroy", async () => {
       const stack = await this.selection.existing(name);
       if (!stack) {
@@ -207,10 +219,12 @@ export class StackDriver {
       const result = await this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
           await this.clearPendingOperations(stack, "destroy");
-          return this.deadlines.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal })).summary);
+          return this.deadlines.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary);
         }),
       );
+      await this.retention.beforeRemoval(name);
       await this.deadlines.command("destroy", name, "stack rm", () => stack.workspace.removeStack(name));
+      await this.retention.afterRemoval(name);
       this.forgetSelection(name);
       return result;
     });
@@ -271,6 +285,7 @@ export class StackDriver {
     await this.deadlines.command("destroy", name, "stack rm", () => ws.removeStack(name, { force: true })).catch((error: unknown) => {
       if (!(error instanceof StackNotFoundError)) throw error;
     });
+    await this.retention.afterRemoval(name);
     this.forgetSelection(name);
   }
 

@@ -74,7 +74,7 @@ async function assertNothingLeft(kubeconfig: string): Promise<void> {
   await eventually("no process of the local cluster left", async () => processesMentioning(clusterFolder).length === 0 || undefined, 10_000);
 }
 
-test("the main job with --samples, as a newcomer runs it twice: kubectl from the printed lines, Ctrl-C, a stale KUBECONFIG", async () => {
+test("the main job with --samples, as a newcomer runs it twice: kubectl and kubectl appstack from the printed lines, Ctrl-C, a stale KUBECONFIG", async () => {
   const first = startMainJob();
   let kubeconfig: string;
   try {
@@ -86,6 +86,10 @@ test("the main job with --samples, as a newcomer runs it twice: kubectl from the
     const explained = shell(first.output(), "kubectl explain app.spec.replicas; kubectl explain memcached.status.conditions.reason");
     assert.match(explained, /Number of pods \(kubectl scale changes it\)/);
     assert.match(explained, /Why, in one CamelCase word/);
+    // The kubectl plugin from the printed PATH, verbatim: what the operator did to the sample, and why.
+    const history = shell(first.output(), "kubectl appstack history app/hello");
+    assert.match(history, /^TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES\n\S+\s+update succeeded\s+1\s+created\s+create \d+/, history);
+    assert.match(shell(first.output(), "kubectl appstack status"), /^app\/hello\s+True\s/m);
     // A preview in that terminal compares with this operator's own stacks: the samples are applied.
     const preview = spawnSync("bash", ["-c", `${shellExports(first.output())}\nnpx appstack preview -f crds/samples/app.yaml -f crds/samples/memcached.yaml --json`], { cwd: repoRoot, encoding: "utf8" });
     assert.equal(preview.status, 0, preview.stderr);

@@ -35,8 +35,8 @@ test("nothing changed and nothing differs means no Pulumi run", () => {
 });
 
 test("a spec change applies, a difference in the live children repairs", () => {
-  assert.deepEqual(decision({ generation: 3 }), { action: "apply", reason: "spec changed (generation 2 -> 3)", refresh: false });
-  assert.deepEqual(decision({ applied: undefined }), { action: "apply", reason: "never applied", refresh: false });
+  assert.deepEqual(decision({ generation: 3 }), { action: "apply", reason: "spec changed (generation 2 -> 3)", refresh: false, cause: "spec" });
+  assert.deepEqual(decision({ applied: undefined }), { action: "apply", reason: "never applied", refresh: false, cause: "created" });
   assert.equal(decision({ applied: { ...applied, programVersion: "0" } }).action, "apply");
   const repair = decision({ drift: ["Deployment web: spec.replicas: 5, want 2", "Service web: missing"] });
   assert.equal(repair.action, "repair");

@@ -19,7 +19,7 @@ import { describeChanges, describeSteps, hasChanges, StepCollector } from "../..
 
 const basis = previewBasis(3, ["Deployment web: spec.replicas: 1, want 3"]);
 const waiting: PreviewStatus = { planId: "aaaaaaaaaaaa", generation: 3, basis, reason: "spec changed", time: "", changes: { update: 1 }, steps: [] };
-const changed = { action: "apply", reason: "spec changed", refresh: false } as const;
+const changed = { action: "apply", reason: "spec changed", refresh: false, cause: "spec" } as const;
 const stored = (id: string) => (id === waiting.planId ? `/plans/${id}.json` : undefined);
 const input = (over: Partial<GateInput>): GateInput => ({ decision: changed, basis, preview: waiting, findPlan: stored, ...over });
 

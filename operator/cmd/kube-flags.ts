@@ -1,0 +1,81 @@
+// kubectl's flags, where they apply to appstack's commands (`kubectl appstack status -A -o json`):
+// -n/--namespace, -A/--all-namespaces, --context, --kubeconfig, -o/--output json|yaml, and an
+// object named as kubectl names it (`app/web`, `apps/web`, `memcached.appstack.dev/cache`).
+import { KubeConfig } from "@kubernetes/client-node";
+import yaml from "js-yaml";
+import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import type { WorkloadKind } from "../../crds/types.ts";
+import { apiClient, type KubeClients } from "../kube/clients.ts";
+import { UsageError } from "./flags.ts";
+
+export const kubeOptions = {
+  namespace: { type: "string", short: "n" },
+  "all-namespaces": { type: "boolean", short: "A" },
+  context: { type: "string" },
+  kubeconfig: { type: "string" },
+  output: { type: "string", short: "o" },
+} as const;
+
+export const kubeFlagsUsage = `  -n, --namespace=NS  -A, --all-namespaces  --context=NAME  --kubeconfig=PATH  -o, --output=json|yaml`;
+
+export interface KubeFlags {
+  readonly namespace?: string;
+  readonly "all-namespaces"?: boolean;
+  readonly context?: string;
+  readonly kubeconfig?: string;
+  readonly output?: string;
+}
+
+export type OutputFormat = "table" | "json" | "yaml";
+
+export function outputFormat(flags: KubeFlags, usage: string): OutputFormat {
+  const output = flags.output ?? "table";
+  if (output === "table" || output === "json" || output === "yaml") return output;
+  throw new UsageError(`unknown output format ${JSON.stringify(output)}: use -o json or -o yaml\n${usage}`);
+}
+
+/** Data as -o json or -o yaml prints it. */
+export function printData(format: Exclude<OutputFormat, "table">, data: unknown): string {
+  return format === "json" ? JSON.stringify(data, null, 2) + "\n" : yaml.dump(data, { noRefs: true, lineWidth: -1 });
+}
+
+/** The kubeconfig as kubectl reads it: --kubeconfig, else KUBECONFIG or ~/.kube/config; --context over its current context. */
+export function kubeConfigOf(flags: KubeFlags): KubeConfig {
+  const config = new KubeConfig();
+  if (flags.kubeconfig) config.loadFromFile(flags.kubeconfig);
+  else config.loadFromDefault();
+  if (flags.context) {
+    if (!config.getContextObject(flags.context)) throw new UsageError(`the kubeconfig has no context ${JSON.stringify(flags.context)}`);
+    config.setCurrentContext(flags.context);
+  }
+  return config;
+}
+
+export function cliClients(flags: KubeFlags): KubeClients {
+  const config = kubeConfigOf(flags);
+  return { config, core: apiClient(config, CoreV1Api), apps: apiClient(config, AppsV1Api), custom: apiClient(config, CustomObjectsApi) };
+}
+
+/** -n, else the context's namespace, else default (as kubectl). */
+export function namespaceOf(flags: KubeFlags, config: KubeConfig): string {
+  return flags.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? "default";
+}
+
+const kindNames: Record<string, WorkloadKind> = {
+  app: "App",
+  apps: "App",
+  "app.appstack.dev": "App",
+  "apps.appstack.dev": "App",
+  memcached: "Memcached",
+  memcacheds: "Memcached",
+  "memcached.appstack.dev": "Memcached",
+  "memcacheds.appstack.dev": "Memcached",
+};
+
+/** `app/web` (as kubectl writes it) to its kind and name. */
+export function parseObjectRef(text: string | undefined, usage: string): { kind: WorkloadKind; name: string } {
+  const [type, name, extra] = (text ?? "").split("/");
+  const kind = kindNames[(type ?? "").toLowerCase()];
+  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as app/NAME or memcached/NAME${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
+  return { kind, name };
+}

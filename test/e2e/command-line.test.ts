@@ -1,0 +1,322 @@
+// The command line a person reaches for, as `kubectl appstack <command>` (the plugin on PATH, as
+// the main job installs it) against one local cluster with the operator running: history, approve,
+// status, and the bound on the state folder. Each output is checked against the API server (the
+// object, its children, its annotations) and the stack state (the history files in the state folder).
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { PatchStrategy, setHeaderOptions, type V1Deployment } from "@kubernetes/client-node";
+import { approveAnnotation, type App, type WorkloadKind } from "../../crds/types.ts";
+import type { HistoryRow } from "../../operator/cmd/history-cli.ts";
+import { installPluginBin } from "../../operator/cmd/plugin-bin.ts";
+import type { ObjectState } from "../../operator/cmd/status-cli.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
+import { toolPath } from "../../toolchain/tools.ts";
+import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { denyWrites, holdWrites } from "../helpers/hold.ts";
+import { fieldManager } from "../../components/metadata.ts";
+import { disposeOperator, startOperatorProcess, Workloads, type CliResult, type OperatorProcess } from "../helpers/operator.ts";
+
+/** Updates kept per stack in this file: small, so that the churn below passes it. */
+const historyLimit = 4;
+const namespace = "default";
+const scratch = mkdtempSync(join(tmpdir(), "appstack-cli-test-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+const bin = installPluginBin(join(scratch, "bin"));
+
+let operator: OperatorProcess | undefined;
+let workloads: Workloads;
+const cluster = useCluster(
+  async ({ cluster: local }) => {
+    operator = await startOperatorProcess(local.kubeconfig, { env: { APPSTACK_LEADER_ELECT: "false", APPSTACK_HISTORY_LIMIT: String(historyLimit) } });
+    workloads = new Workloads(local.kubeconfig);
+  },
+  () => disposeOperator(operator),
+);
+
+const cliEnv = () => ({ ...process.env, PATH: `${bin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator!.stateDir, APPSTACK_PASSPHRASE: "e2e-passphrase" });
+
+/** `kubectl appstack <args>` with the plugin folder first on PATH; stdin is no terminal. */
+function appstack(...args: string[]): Promise<CliResult> {
+  return finished(spawn(toolPath("kubectl"), ["appstack", ...args], { env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+/** `kubectl appstack <args>` on a terminal (a pseudo-terminal of util-linux `script`), answering its question with `answer`. */
+function appstackOnTerminal(answer: string, ...args: string[]): Promise<CliResult> {
+  const child = spawn("script", ["-qec", ["kubectl", "appstack", ...args].join(" "), "/dev/null"], { env: cliEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  let asked = false;
+  const result = finished(child);
+  child.stdout.on("data", (chunk: Buffer) => {
+    if (asked || !chunk.toString().includes("[y/N]")) return;
+    asked = true;
+    child.stdin.write(`${answer}\n`);
+  });
+  return result;
+}
+
+function finished(child: ReturnType<typeof spawn>): Promise<CliResult> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const deadline = setTimeout(() => child.kill("SIGKILL"), 120_000);
+  return new Promise((resolve) => child.once("close", (status) => {
+    clearTimeout(deadline);
+    resolve({ status, stdout, stderr });
+  }));
+}
+
+async function history(kind: WorkloadKind, name: string): Promise<HistoryRow[]> {
+  const result = await appstack("history", `${kind.toLowerCase()}/${name}`, "-n", namespace, "-o", "json");
+  assert.equal(result.status, 0, result.stderr);
+  return JSON.parse(result.stdout) as HistoryRow[];
+}
+
+/** The stack's history folder in the operator's state: Pulumi's own record of its updates. */
+function historyFolder(kind: WorkloadKind, name: string): string {
+  const stack = stackName(kind, namespace, name);
+  return join(operator!.stateDir, "backend", ".pulumi", "history", "appstack", stack);
+}
+
+function historyEntries(kind: WorkloadKind, name: string): string[] {
+  const folder = historyFolder(kind, name);
+  return existsSync(folder) ? readdirSync(folder).filter((file) => file.endsWith(".history.json")) : [];
+}
+
+function folderBytes(path: string): number {
+  if (!existsSync(path)) return 0;
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.size;
+  return readdirSync(path).reduce((sum, entry) => sum + folderBytes(join(path, entry)), 0);
+}
+
+async function deployment(name: string): Promise<V1Deployment | undefined> {
+  return orUndefined(() => cluster().apps.readNamespacedDeployment({ name, namespace }));
+}
+
+test("history: one row per update, with the generation applied and why: created, spec changed, drift repaired", async () => {
+  await workloads.create({ kind: "App", metadata: { name: "web", namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+  await workloads.ready("App", namespace, "web");
+  await workloads.scale("App", namespace, "web", 2);
+  const scaled = await workloads.ready("App", namespace, "web");
+  await cluster().apps.patchNamespacedDeployment({ name: "web", namespace, body: { spec: { replicas: 5 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  await eventWithReason(cluster().core, namespace, "web", "DriftRepaired");
+  assert.equal((await deployment("web"))?.spec?.replicas, 2);
+
+  const rows = await history("App", "web");
+  assert.deepEqual(rows.map((r) => [r.operation, r.result, r.generation, r.why]), [
+    ["update", "succeeded", 1, "created"],
+    ["update", "succeeded", 2, "spec"],
+    ["update", "succeeded", 2, "drift"],
+  ]);
+  assert.equal(scaled.metadata.generation, 2, "the generation the API server gave the scaled spec is the one applied");
+  assert.ok((rows[0]!.changes["create"] ?? 0) >= 2, `the Deployment and Service created: ${JSON.stringify(rows[0]!.changes)}`);
+  assert.equal(rows[1]!.changes["update"], 1);
+  assert.match(rows[1]!.reason, /spec changed \(generation 1 -> 2\)/);
+  assert.deepEqual(rows[2]!.fields, ["Deployment web: spec.replicas"]);
+  assert.ok(rows.every((row, i) => i === 0 || row.time >= rows[i - 1]!.time), "oldest first");
+  // Each row is one of Pulumi's own history entries in the state folder.
+  assert.equal(historyEntries("App", "web").length, rows.length);
+
+  const table = await appstack("history", "app/web");
+  assert.equal(table.status, 0, table.stderr);
+  assert.match(table.stdout, /^TIME\s+OPERATION\s+GENERATION\s+WHY\s+CHANGES\n/);
+  assert.match(table.stdout, /update succeeded\s+2\s+drift repaired \(Deployment web: spec.replicas\)/);
+});
+
+test("history: a failed update and its retry, each a row; the oldest row pruned past the bound", async () => {
+  // The engine's first write of the new spec is refused: the update fails, and is retried.
+  const denial = await denyWrites(cluster().cluster, "deployments", "UPDATE", namespace, "web", { when: (request) => request.options?.fieldManager === fieldManager, times: 1 });
+  try {
+    await workloads.scale("App", namespace, "web", 3);
+    await denial.denied;
+    await workloads.ready("App", namespace, "web");
+  } finally {
+    await denial.remove();
+  }
+  assert.equal((await deployment("web"))?.spec?.replicas, 3);
+  const rows = await history("App", "web");
+  assert.deepEqual(rows.map((r) => [r.operation, r.result, r.generation, r.why, r.attempt]), [
+    ["update", "succeeded", 2, "spec", undefined],
+    ["update", "succeeded", 2, "drift", undefined],
+    ["update", "failed", 3, "spec", undefined],
+    ["update", "succeeded", 3, "spec", 2],
+  ], `the last ${historyLimit} updates`);
+  assert.equal(rows[3]!.reason, "retry 2: spec changed (generation 2 -> 3)");
+  assert.equal(historyEntries("App", "web").length, historyLimit);
+});
+
+test("approve: refused without a terminal, declined and confirmed on one (exactly the waiting plan), refused when no plan waits", async () => {
+  await workloads.create({ kind: "App", metadata: { name: "gated", namespace }, spec: { image: "nginx:1.27", replicas: 1, updatePolicy: "Preview" } });
+  const { preview } = await workloads.previewOf("App", namespace, "gated");
+
+  const unasked = await appstack("approve", "app/gated");
+  assert.equal(unasked.status, 1);
+  assert.match(unasked.stdout, new RegExp(`plan ${preview.planId} waits for approval`));
+  assert.match(unasked.stderr, /no terminal to ask on; pass --yes/);
+  assert.equal((await workloads.get("App", namespace, "gated")).metadata.annotations?.[approveAnnotation], undefined, "nothing approved");
+
+  // On a terminal it asks: "n" approves nothing, "y" approves the plan shown.
+  const declined = await appstackOnTerminal("n", "approve", "app/gated");
+  assert.equal(declined.status, 1, declined.stdout);
+  assert.match(declined.stdout, new RegExp(`approve plan ${preview.planId}\\? \\[y/N\\][^\\n]*\\n+appstack approve: not approved\\r?\\n$`));
+  assert.equal((await workloads.get("App", namespace, "gated")).metadata.annotations?.[approveAnnotation], undefined, "nothing approved");
+  const approved = await appstackOnTerminal("y", "approve", "app/gated");
+  assert.equal(approved.status, 0, approved.stdout);
+  assert.match(approved.stdout, /create\s+kubernetes:apps\/v1:Deployment gated/);
+  assert.match(approved.stdout, new RegExp(`approved plan ${preview.planId}`));
+  await workloads.ready("App", namespace, "gated");
+  await eventWithReason(cluster().core, namespace, "gated", "PlanApplied", (m) => m.includes(preview.planId));
+  assert.equal((await deployment("gated"))?.spec?.replicas, 1);
+
+  const rows = await history("App", "gated");
+  assert.deepEqual(rows.map((r) => [r.operation, r.generation, r.why, r.plan]), [["update", 1, "approved", preview.planId]]);
+
+  const nothing = await appstack("approve", "app/gated", "--yes");
+  assert.equal(nothing.status, 1);
+  assert.match(nothing.stderr, /app\/gated in namespace default: no plan is waiting for approval/);
+  const missing = await appstack("approve", "app/absent", "--yes");
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /does not exist/);
+});
+
+test("approve: a plan that changed between showing and approving is refused, and the new one waits unapproved", async () => {
+  await workloads.mergeSpec("App", namespace, "gated", { replicas: 2 });
+  const { preview: shown } = await workloads.previewOf("App", namespace, "gated");
+  // The approval's write is held at admission while the spec changes and a new plan is previewed.
+  const hold = await holdWrites(cluster().cluster, "apps", "UPDATE", namespace, "gated", /^appstack-approve$/);
+  let released = false;
+  try {
+    const approving = appstack("approve", "app/gated", "--yes");
+    await hold.held;
+    await workloads.mergeSpec("App", namespace, "gated", { replicas: 3 });
+    const { preview: fresh } = await workloads.previewOf("App", namespace, "gated", shown.planId);
+    await hold.release();
+    released = true;
+    const result = await approving;
+    assert.equal(result.status, 1, result.stderr);
+    assert.match(result.stderr, new RegExp(`plan ${shown.planId} is replaced by plan ${fresh.planId}`));
+    const object = (await workloads.get("App", namespace, "gated")) as App;
+    assert.equal(object.metadata.annotations?.[approveAnnotation], undefined, "nothing approved");
+    assert.equal(object.status?.preview?.planId, fresh.planId);
+    assert.equal((await deployment("gated"))?.spec?.replicas, 1, "the cluster is untouched");
+  } finally {
+    if (!released) await hold.release();
+  }
+});
+
+/** The Deployment of another party that the App clash runs into. */
+let theirClash: V1Deployment | undefined;
+
+test("status: every object in scope with ready, drifted, awaiting approval and stalled; exit 3 while one needs a person", async () => {
+  // A Deployment someone else made, of the name the App's would have: a conflict, stalled.
+  const labels = { app: "clash" };
+  const theirs = await cluster().apps.createNamespacedDeployment({ namespace, body: { metadata: { name: "clash" }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "c", image: "nginx" }] } } } } });
+  await workloads.create({ kind: "App", metadata: { name: "clash", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await workloads.create({ kind: "Memcached", metadata: { name: "cache", namespace }, spec: { size: 1 } });
+  // Drift under updatePolicy Preview waits for approval, naming what differs.
+  await workloads.create({ kind: "App", metadata: { name: "drifty", namespace }, spec: { image: "nginx:1.27", replicas: 1, updatePolicy: "Preview" } });
+  await workloads.readyApproving("App", namespace, "drifty");
+  await cluster().apps.patchNamespacedDeployment({ name: "drifty", namespace, body: { spec: { replicas: 4 } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  const { preview: drift } = await workloads.previewOf("App", namespace, "drifty", (await workloads.get("App", namespace, "drifty")).status?.preview?.planId);
+  assert.equal(drift.reason, "drift: Deployment drifty: spec.replicas: 4, want 1");
+  await workloads.condition("App", namespace, "clash", "Stalled", "True");
+  await workloads.ready("Memcached", namespace, "cache");
+  const gated = (await workloads.get("App", namespace, "gated")) as App;
+  const waiting = gated.status?.preview;
+  assert.ok(waiting, "the plan of the previous test waits");
+
+  const json = await appstack("status", "-A", "-o", "json");
+  assert.equal(json.status, 3, json.stderr);
+  const states = new Map((JSON.parse(json.stdout) as ObjectState[]).map((s) => [`${s.kind}/${s.name}`, s]));
+  assert.deepEqual([...states.keys()].sort(), ["App/clash", "App/drifty", "App/gated", "App/web", "Memcached/cache"]);
+  assert.deepEqual(states.get("App/drifty")?.drifted, ["Deployment drifty: spec.replicas"]);
+  assert.equal(states.get("App/drifty")?.awaitingApproval?.plan, drift.planId);
+  assert.deepEqual([states.get("App/web")?.ready, states.get("App/web")?.needsPerson], [true, false]);
+  assert.deepEqual([states.get("Memcached/cache")?.ready, states.get("Memcached/cache")?.needsPerson], [true, false]);
+  assert.deepEqual(states.get("App/gated")?.awaitingApproval, { plan: waiting.planId, since: waiting.time, reason: waiting.reason });
+  assert.equal(states.get("App/clash")?.stalled?.reason, "ResourceConflict");
+  assert.equal(states.get("App/clash")?.needsPerson, true);
+
+  const table = await appstack("status", "-n", namespace);
+  assert.equal(table.status, 3);
+  assert.match(table.stdout, new RegExp(`app/gated\\s+False \\(AwaitingApproval\\)\\s+-\\s+plan ${waiting.planId} \\(\\d+[sm]\\)`));
+  assert.match(table.stdout, /app\/clash\s+False \(ResourceConflict\)\s+-\s+-\s+ResourceConflict: /);
+  assert.match(table.stdout, /memcached\/cache\s+True\s/);
+  assert.match(table.stdout, new RegExp(`app/drifty\\s+False \\(AwaitingApproval\\)\\s+Deployment drifty: spec.replicas\\s+plan ${drift.planId}`));
+  const elsewhere = await appstack("status", "-n", "kube-system");
+  assert.deepEqual([elsewhere.status, elsewhere.stderr.trim()], [0, "no App or Memcached in namespace kube-system"]);
+
+  theirClash = theirs;
+});
+
+test("status: exit 0 once nothing needs a person (the plan approved, the conflicting App removed)", async () => {
+  assert.equal((await appstack("approve", "app/gated", "--yes")).status, 0);
+  assert.equal((await appstack("approve", "app/drifty", "--yes")).status, 0);
+  await workloads.delete("App", namespace, "clash");
+  await workloads.gone("App", namespace, "clash");
+  await workloads.ready("App", namespace, "gated");
+  assert.equal((await deployment("gated"))?.spec?.replicas, 3);
+  await workloads.ready("App", namespace, "drifty");
+  await eventWithReason(cluster().core, namespace, "drifty", "PlanApplied");
+  assert.equal((await deployment("drifty"))?.spec?.replicas, 1);
+  // An approved drift repair: a refresh, then the update of the approved plan, both saying why.
+  const repaired = (await history("App", "drifty")).slice(1);
+  assert.deepEqual(repaired.map((r) => [r.operation, r.why, r.fields]), [["refresh", "approved", ["Deployment drifty: spec.replicas"]], ["update", "approved", ["Deployment drifty: spec.replicas"]]]);
+  const settled = await appstack("status", "-o", "yaml");
+  assert.equal(settled.status, 0, settled.stdout);
+  assert.match(settled.stdout, /name: gated\n\s+ready: true/);
+  const after = await deployment("clash");
+  assert.deepEqual([after?.metadata?.uid, after?.metadata?.generation], [theirClash?.metadata?.uid, theirClash?.metadata?.generation], "the other party's Deployment is untouched");
+});
+
+test("history of a deleted object: its rows, the destroy the last, kept aside; nothing else of its stack left in the state folder", async () => {
+  await workloads.delete("App", namespace, "web");
+  await workloads.gone("App", namespace, "web");
+  await eventually("the Deployment web to be gone", async () => ((await deployment("web")) === undefined ? true : undefined));
+  await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace }), (error) => isNotFound(error));
+  const result = await appstack("history", "app/web", "-o", "json");
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stderr, /app\/web in namespace default was deleted at \S+: its stack is removed; these rows were kept from its history/);
+  const rows = JSON.parse(result.stdout) as HistoryRow[];
+  // The last updates within the bound, as the stack had them when it was destroyed.
+  assert.deepEqual(rows.map((r) => [r.operation, r.result, r.why]), [
+    ["update", "succeeded", "drift"],
+    ["update", "failed", "spec"],
+    ["update", "succeeded", "spec"],
+    ["destroy", "succeeded", "deleted"],
+  ]);
+  assert.ok((rows[3]!.changes["delete"] ?? 0) >= 2, JSON.stringify(rows[3]!.changes));
+
+  const pulumiDir = join(operator!.stateDir, "backend", ".pulumi");
+  const stack = stackName("App", namespace, "web");
+  const left = ["stacks/appstack", "history/appstack", "backups/appstack"].flatMap((dir) => (existsSync(join(pulumiDir, dir)) ? readdirSync(join(pulumiDir, dir)) : []).filter((f) => f.startsWith(`${stack}.json`) || f === stack));
+  assert.deepEqual(left, []);
+  const kept = readdirSync(join(operator!.stateDir, "backend", "deleted-history")).filter((folder) => folder.endsWith(`-${stack}`));
+  assert.equal(kept.length, 1);
+  assert.deepEqual(readdirSync(join(operator!.stateDir, "backend", "deleted-history", kept[0]!)).map((f) => f.replace(/-\d+\./, "-N.")), Array(4).fill(`${stack}-N.history.json`), "the history entries only, no checkpoint copies");
+});
+
+test("bounded state: a churn of updates keeps the last N per stack, and no backups", async (t) => {
+  await workloads.create({ kind: "App", metadata: { name: "churn", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await workloads.ready("App", namespace, "churn");
+  const stackFile = join(operator!.stateDir, "backend", ".pulumi", "stacks", "appstack", `${stackName("App", namespace, "churn")}.json`);
+  const sizes: number[] = [folderBytes(historyFolder("App", "churn"))];
+  const updates = 6;
+  for (let replicas = 2; replicas <= updates; replicas++) {
+    await workloads.scale("App", namespace, "churn", replicas);
+    await workloads.ready("App", namespace, "churn");
+    sizes.push(folderBytes(historyFolder("App", "churn")));
+    assert.ok(historyEntries("App", "churn").length <= historyLimit, `after update ${replicas}: ${historyEntries("App", "churn").length} entries`);
+  }
+  assert.equal(historyEntries("App", "churn").length, historyLimit);
+  assert.equal(existsSync(join(operator!.stateDir, "backend", ".pulumi", "backups")), false, "no backup copies");
+  const rows = await history("App", "churn");
+  assert.deepEqual(rows.map((r) => r.generation), [3, 4, 5, 6], "the last updates, oldest first");
+  const perUpdate = Math.round(sizes[1]! - sizes[0]!);
+  t.diagnostic(`checkpoint ${statSync(stackFile).size} B; history per update ${perUpdate} B; history folder after ${updates} updates ${sizes.at(-1)} B (bound ${historyLimit}); sizes ${sizes.join(", ")}`);
+  assert.ok(sizes.at(-1)! <= sizes[historyLimit - 1]! * 1.1, `the history folder stops growing at ${historyLimit} updates: ${sizes.join(", ")}`);
+});
