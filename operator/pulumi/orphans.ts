@@ -3,6 +3,7 @@
 // container goes), the kubernetes provider processes live on, idle, about 120 MiB each. Adopted
 // by init, they are known orphans: no engine of ours will talk to them again.
 import { basename, join, sep } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "../base/log.ts";
 import { commandLine, processIds, processStat } from "../base/procfs.ts";
 
@@ -38,13 +39,18 @@ export function enginesOf(argument?: string): ProcessInfo[] {
   return processes().filter((info) => info.parentPid === process.pid && basename(info.command) === "pulumi" && (argument === undefined || info.args.includes(argument)));
 }
 
-/** Kills the CLI processes with `argument` (a command past its deadline), or all of them (a handover). */
-export function killEngines(argument: string | undefined, why: string, log: Logger): number {
-  let killed = 0;
+/**
+ * Kills the CLI processes with `argument` (a command past its deadline), or all of them (a
+ * handover); resolves, with how many it killed, once each has died (gone, or a zombie: exited,
+ * its plugins already adopted by init), or after `waitMs`. SIGKILL takes effect when the process
+ * is next scheduled, which on a busy machine is not at once.
+ */
+export async function killEngines(argument: string | undefined, why: string, log: Logger, waitMs = 5_000): Promise<number> {
+  const killed: number[] = [];
   for (const info of enginesOf(argument)) {
     try {
       process.kill(info.pid, "SIGKILL");
-      killed++;
+      killed.push(info.pid);
       const command = info.args.slice(0, info.args[0] === "stack" ? 2 : 1).join(" ");
       const at = info.args.indexOf("--stack");
       const stack = at >= 0 ? info.args[at + 1] : info.args[0] === "stack" ? argument : undefined;
@@ -53,7 +59,14 @@ export function killEngines(argument: string | undefined, why: string, log: Logg
       // Gone meanwhile.
     }
   }
-  return killed;
+  const until = performance.now() + waitMs;
+  while (killed.some(isRunning) && performance.now() < until) await sleep(10);
+  return killed.length;
+}
+
+function isRunning(pid: number): boolean {
+  const state = processStat(pid)?.fields[0];
+  return state !== undefined && state !== "Z" && state !== "X";
 }
 
 /** The plugins started from `pulumiHome` whose engine is gone (Linux; elsewhere none are found). */

@@ -1,7 +1,6 @@
 // Repairs what a failed or killed operation leaves behind (stale locks, torn attribute files,
 // orphaned plugins) so that no human has to.
 import { ConcurrentUpdateError } from "@pulumi/pulumi/automation/index.js";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "../base/log.ts";
 import type { EngineSettings } from "./engine.ts";
 import { killEngines, killOrphanedPlugins } from "./orphans.ts";
@@ -63,10 +62,9 @@ export class Recovery {
 
   /** Kills this process's engines on `stack` (or on every stack), then what they leave: plugins and locks. */
   async stopEngines(stack: string | undefined, why: string): Promise<void> {
-    const killed = killEngines(stack, why, this.log);
+    // Resolves once the engines have died, by when init has adopted their plugins.
+    await killEngines(stack, why, this.log);
     if (stack) this.pending.forget(stack);
-    // The plugins are adopted by init a moment after their engine dies.
-    if (killed) await sleep(300);
     await this.sweep(stack);
   }
 

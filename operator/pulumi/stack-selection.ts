@@ -58,9 +58,9 @@ export class StackSelection {
   async workspace(kind: StackOperation["kind"]) {
     // The shared work folder already holds Pulumi.yaml: not passing project settings keeps
     // parallel operations from rewriting it under each other.
-    const killCheck = () => {
+    const killCheck = async () => {
       forgetPulumiCommand(this.settings.binaries.cliRoot);
-      killEngines("version", "pulumi version did not finish within its deadline", this.parts.log);
+      await killEngines("version", "pulumi version did not finish within its deadline", this.parts.log);
     };
     const { projectSettings, ...options } = await this.parts.deadlines.command(kind, undefined, "version", () => workspaceOptions(this.settings, projectName, this.parts.io), killCheck);
     return { ...options, workDir: this.settings.workDir };
@@ -162,7 +162,7 @@ export class StackSelection {
     if (base) return this.parts.checkpoints.exists(base);
     const ws = await LocalWorkspace.create(await this.workspace("destroy"));
     // Any `stack ls` of this process past one's deadline is on the same unanswering backend.
-    const kill = () => void killEngines("ls", "pulumi stack ls did not finish within its deadline", this.parts.log);
+    const kill = async () => void (await killEngines("ls", "pulumi stack ls did not finish within its deadline", this.parts.log));
     return (await this.parts.deadlines.command("destroy", undefined, "stack ls", () => ws.listStacks(), kill)).some((stack) => stack.name === name);
   }
 
