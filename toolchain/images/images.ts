@@ -1,0 +1,48 @@
+// Which images `appstack image` builds from which Dockerfile, under which names. Pure.
+import { join } from "node:path";
+import { repoRoot, toolchainDir } from "../tools.ts";
+import type { BaseImages, GoCaches } from "./bases.ts";
+import type { BudRequest } from "./buildah.ts";
+
+export interface ImageSpec {
+  readonly name: string;
+  readonly bud: BudRequest;
+  /**
+   * The name the OCI archive gives the image: what a kubelet looks up. The operator's is the
+   * install program's default image, appstack:0.1.0, which containerd spells in full.
+   */
+  readonly archiveName: string;
+}
+
+export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string): ImageSpec[] {
+  const workload = (name: string): ImageSpec => ({
+    name,
+    bud: {
+      dockerfile: join(toolchainDir, "images", name, "Dockerfile"),
+      context: join(toolchainDir, "images", name),
+      tag: `localhost/appstack/${name}:${version}`,
+      buildArgs: { DEBIAN_IMAGE: bases.debian },
+    },
+    archiveName: `localhost/appstack/${name}:${version}`,
+  });
+  return [
+    {
+      name: "operator",
+      bud: {
+        dockerfile: join(repoRoot, "Dockerfile"),
+        context: repoRoot,
+        tag: `localhost/appstack:${version}`,
+        buildArgs: { GO_IMAGE: bases.golang, NODE_IMAGE: bases.node },
+        sameVolumes: [caches.modCache, caches.buildCache],
+      },
+      archiveName: `docker.io/library/appstack:${version}`,
+    },
+    workload("http"),
+    workload("memcached"),
+  ];
+}
+
+/** The archive file of an image under `dir`: one file per image and version. */
+export function archivePath(dir: string, spec: ImageSpec): string {
+  return join(dir, `${spec.name}-${spec.bud.tag.split(":").at(-1)}.oci.tar`);
+}
