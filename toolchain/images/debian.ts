@@ -3,16 +3,22 @@
 import { aptSources, debianRecipe, releaseFileUrls } from "./recipes.ts";
 import { run } from "./run.ts";
 
-/** When each suite's Release file last changed: a new point release or update changes the key. */
+/** When each suite's Release file was made: a new point release or update changes the key. */
 export async function releaseDates(): Promise<string[]> {
   return Promise.all(
     releaseFileUrls().map(async (url) => {
-      const response = await fetch(url, { method: "HEAD", signal: AbortSignal.timeout(30_000) });
-      const modified = response.headers.get("last-modified");
-      if (!response.ok || !modified) throw new Error(`${url}: HTTP ${response.status}${modified ? "" : ", no Last-Modified"}`);
-      return `${url} ${new Date(modified).toISOString()}`;
+      const response = await fetch(url, { signal: AbortSignal.timeout(60_000) });
+      if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+      return `${url} ${releaseDate(await response.text(), url)}`;
     }),
   );
+}
+
+/** The Date field of a Release file. */
+export function releaseDate(release: string, url: string): string {
+  const date = /^Date: (.+)$/m.exec(release)?.[1];
+  if (!date) throw new Error(`${url}: no Date field`);
+  return new Date(date).toISOString();
 }
 
 export function mmdebstrapArgs(tarball: string): string[] {

@@ -14,6 +14,13 @@ export interface ImageSpec {
   readonly archiveName: string;
 }
 
+/**
+ * The machine's CA bundle, mounted over the image's own for the build only: where HTTPS goes
+ * through an inspecting proxy (as here), npm and the Go module proxy trust it only with this.
+ * The node base points NODE_EXTRA_CA_CERTS at this path (bases.ts); Go reads it by default.
+ */
+export const caBundle = "/etc/ssl/certs/ca-certificates.crt";
+
 export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string): ImageSpec[] {
   const workload = (name: string): ImageSpec => ({
     name,
@@ -33,7 +40,7 @@ export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string)
         context: repoRoot,
         tag: `localhost/appstack:${version}`,
         buildArgs: { GO_IMAGE: bases.golang, NODE_IMAGE: bases.node },
-        sameVolumes: [caches.modCache, caches.buildCache],
+        sameVolumes: [{ path: caches.modCache }, { path: caches.buildCache }, { path: caBundle, readOnly: true }],
       },
       archiveName: `docker.io/library/appstack:${version}`,
     },
