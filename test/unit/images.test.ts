@@ -36,6 +36,7 @@ test("a cache key depends on every input and not on the order of an object's fie
 test("the Debian root file system comes from the three bookworm suites, and the Release date names their state", () => {
   const args = mmdebstrapArgs("/tmp/rootfs.tar");
   assert.ok(args.includes("--variant=minbase"));
+  assert.ok(args.includes('--aptopt=Dir::Cache::pkgcache ""'), "no apt package cache left in the images' layers");
   assert.deepEqual(args.slice(-4), ["/tmp/rootfs.tar", ...aptSources()]);
   assert.deepEqual(aptSources(), [
     "deb http://deb.debian.org/debian bookworm main",

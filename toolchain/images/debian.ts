@@ -26,6 +26,7 @@ export function mmdebstrapArgs(tarball: string): string[] {
     `--variant=${debianRecipe.variant}`,
     `--include=${debianRecipe.packages.join(",")}`,
     ...debianRecipe.dpkgOptions.map((option) => `--dpkgopt=${option}`),
+    ...debianRecipe.aptOptions.map((option) => `--aptopt=${option}`),
     debianRecipe.suite,
     tarball,
     ...aptSources(),
