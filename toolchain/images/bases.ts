@@ -159,7 +159,22 @@ export async function buildBases(caches: GoCaches, log: Log): Promise<BaseImages
     build();
     log(`  base ${name}: built in ${seconds(started)} s`);
   }
+  removeOutdatedBases(Object.values(refs), log);
   return refs;
+}
+
+/** Bases of earlier recipes or archive dates: untagged, so that the storage does not grow with each. */
+function removeOutdatedBases(current: readonly string[], log: Log): void {
+  const names = buildah(["images", "--format", "{{.Name}}:{{.Tag}}"], { timeoutSeconds: 60 }).split("\n");
+  for (const name of names.filter((n) => n.startsWith("localhost/appstack-base/") && !current.includes(n))) {
+    try {
+      buildah(["rmi", name], { timeoutSeconds: 300 });
+      log(`  base ${name}: removed (outdated)`);
+    } catch (error) {
+      // Only disk is at stake: the build goes on.
+      log(`  base ${name}: outdated, not removed: ${error instanceof Error ? error.message.split("\n").at(-1) : String(error)}`);
+    }
+  }
 }
 
 export function seconds(since: number): string {
