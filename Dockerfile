@@ -1,12 +1,17 @@
-# The operator image. Build it where a container engine runs (these development machines have
-# none):  docker build -t appstack:0.1.0 .
+# The operator image:  docker build -t appstack:0.1.0 .
+# The base images are build arguments whose defaults are the public ones; `npx appstack image`
+# builds this same file with buildah on base images it makes locally (docs/running-in-the-cluster.md).
+ARG GO_IMAGE=golang:1.26-bookworm
+ARG NODE_IMAGE=node:24-bookworm-slim
 # Stage 1 builds the pinned Pulumi CLI and Kubernetes provider from the Go modules in toolchain/,
 # exactly as `npm run toolchain` does; stage 2 is Node with the sources, which it runs as they are
 # (type stripping: tsconfig.json allows only erasable TypeScript syntax, so nothing is built).
-FROM golang:1.26-bookworm AS toolchain
+FROM ${GO_IMAGE} AS toolchain
 WORKDIR /src
+# Only what the two builds read, so that a change elsewhere in toolchain/ does not rebuild them.
 COPY package.json package-lock.json ./
-COPY toolchain/ toolchain/
+COPY toolchain/pulumi/ toolchain/pulumi/
+COPY toolchain/kubernetes-provider/ toolchain/kubernetes-provider/
 ENV GOTOOLCHAIN=local GOFLAGS=-mod=readonly
 RUN cd toolchain/pulumi \
  && go build -o /out/pulumi -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(go list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
@@ -17,7 +22,7 @@ RUN cd toolchain/kubernetes-provider \
  && cp "$dir/cmd/pulumi-resource-kubernetes/terraform-mapping.json" terraform-mapping-embed.json \
  && go build -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
 
-FROM node:24-bookworm-slim
+FROM ${NODE_IMAGE}
 # An init as PID 1 that reaps: the plugins of an engine the operator kills (past a deadline, at a
 # handover) are orphans, and node as PID 1 would never reap them once they are killed too.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*

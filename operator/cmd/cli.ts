@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { clusterCommand } from "../../toolchain/cluster/command.ts";
+import { buildImages } from "../../toolchain/images/build.ts";
 import { spawnSync } from "node:child_process";
 import { toolPath } from "../../toolchain/tools.ts";
 import { UsageError } from "./flags.ts";
@@ -32,6 +33,8 @@ const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstac
   approve app/NAME [--yes]               shows the plan waiting for approval, asks, and approves exactly it
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached)
+  image                  build the operator image (Dockerfile) and the http and memcached workload images
+                         with buildah on locally made base images; prints each image's OCI archive
   crds                   write crds/yaml/ from the TypeScript CRD definitions
   cluster up|down|env|list [name] [--real-node]
                          manage a local control plane; --real-node (with up): a real node too`;
@@ -61,6 +64,10 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   toolchain: (args) => {
     noArguments("toolchain", args);
     buildToolchain();
+  },
+  image: async (args) => {
+    noArguments("image", args);
+    for (const image of await buildImages()) console.log(`${image.name}\t${image.archiveName}\t${image.archive}`);
   },
   crds: (args) => {
     noArguments("crds", args);

@@ -1,0 +1,114 @@
+// The images `appstack image` builds, looked at from inside: what the operator image holds and
+// runs as, and that each image's process starts and serves. Builds them first (cached: seconds
+// when nothing changed; a cold build takes minutes, docs/running-in-the-cluster.md), so it runs
+// only with APPSTACK_IMAGE_TESTS=1. Needs root, buildah and runc, as `appstack image` does.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { before, test } from "node:test";
+import { buildah } from "../../toolchain/images/buildah.ts";
+import { buildImages, type BuiltImage } from "../../toolchain/images/build.ts";
+import { memcachedDeployment } from "../../components/manifests.ts";
+import { pinnedVersion, toolByName } from "../../toolchain/tools.ts";
+
+const enabled = process.env["APPSTACK_IMAGE_TESTS"] === "1";
+const skip = enabled ? false : "set APPSTACK_IMAGE_TESTS=1 to build and check the images";
+
+let images: Map<string, BuiltImage>;
+
+before(async () => {
+  if (!enabled) return;
+  images = new Map((await buildImages(() => undefined)).map((image) => [image.name, image]));
+});
+
+interface ImageConfig {
+  readonly User?: string;
+  readonly Entrypoint?: string[];
+  readonly Env?: string[];
+}
+
+function config(tag: string): ImageConfig {
+  const inspected = JSON.parse(buildah(["inspect", "--type", "image", tag], { timeoutSeconds: 60 })) as { OCIv1: { config: ImageConfig } };
+  return inspected.OCIv1.config;
+}
+
+/** Runs `script` in a fresh container of the image (its own network namespace, loopback only), as the image's user. */
+function inContainer(tag: string, script: string, timeoutSeconds = 120): string {
+  const container = buildah(["from", "--pull=never", tag], { timeoutSeconds: 60 }).trim();
+  try {
+    return buildah(["run", "--network=none", container, "--", "bash", "-c", script], { timeoutSeconds });
+  } finally {
+    buildah(["rm", container], { timeoutSeconds: 60 });
+  }
+}
+
+/** A shell function: `wait_port PID PORT` waits (bounded) until 127.0.0.1:PORT answers, failing at once if PID has exited. */
+const waitForPort =
+  'wait_port() { for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/$2) 2>/dev/null && return 0; kill -0 $1 2>/dev/null || { echo "exited before listening on $2" >&2; return 1; }; sleep 0.1; done; echo "nothing on port $2" >&2; return 1; }';
+
+test("the operator image has the pinned Pulumi CLI and provider, Node.js 24 and tini, and runs as 65532", { skip }, () => {
+  const operator = images.get("operator")!;
+  assert.ok(existsSync(operator.archive));
+  const { User, Entrypoint, Env } = config(operator.tag);
+  assert.equal(User, "65532:65532");
+  assert.deepEqual(Entrypoint, ["/usr/bin/tini", "--", "node", "operator/cmd/main.ts"]);
+  assert.ok(Env?.includes("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"));
+  const out = inContainer(operator.tag, "id -u; id -g; node --version; /usr/bin/tini --version; pulumi version; ls -l /usr/local/bin/pulumi-resource-kubernetes");
+  const [uid, gid, node, tini, pulumi, provider] = out.trim().split("\n");
+  assert.equal(uid, "65532");
+  assert.equal(gid, "65532");
+  assert.match(node ?? "", /^v24\./);
+  assert.match(tini ?? "", /^tini version /);
+  assert.equal(pulumi, pinnedVersion(toolByName("pulumi")));
+  assert.match(provider ?? "", /^-rwx.*\/usr\/local\/bin\/pulumi-resource-kubernetes$/);
+});
+
+test("the operator image's entrypoint starts the operator, which waits for a cluster it lacks and stops on SIGTERM", { skip }, () => {
+  const operator = images.get("operator")!;
+  const entrypoint = config(operator.tag).Entrypoint!.map((word) => `'${word}'`).join(" ");
+  const help = inContainer(operator.tag, `cd /app && ${entrypoint} --help 2>&1; echo "exit $?"`);
+  assert.match(help, /usage: appstack operator/);
+  assert.match(help, /exit 1$/m);
+  // As the install program's Deployment runs it (its environment), but with no cluster: the operator
+  // serves its health endpoints, retries the lease, and a SIGTERM to tini stops it cleanly.
+  const script = [
+    "cd /app",
+    `APPSTACK_STATE_DIR=/tmp/state APPSTACK_PASSPHRASE=p TINI_SUBREAPER=1 ${entrypoint} > /tmp/log 2>&1 & pid=$!`,
+    "for _ in $(seq 600); do grep -q 'lease call failed' /tmp/log && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done",
+    "kill -TERM $pid; wait $pid; echo \"exit $?\"; cat /tmp/log",
+  ].join("\n");
+  const out = inContainer(operator.tag, script);
+  assert.match(out, /"msg":"serving \/healthz, \/readyz and \/metrics"/);
+  assert.match(out, /"msg":"lease call failed; retrying"/);
+  assert.match(out, /"msg":"stopped"/);
+  assert.match(out, /^exit 0$/m);
+});
+
+test("the http image serves its page on port 80", { skip }, () => {
+  const http = images.get("http")!;
+  const out = inContainer(http.tag, `${waitForPort}; nginx -g 'daemon off;' & wait_port $! 80 && exec 3<>/dev/tcp/127.0.0.1/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3; nginx -s quit`);
+  // nginx's access log (its standard output) and the response share the output: look for the status line.
+  assert.match(out, /^HTTP\/1\.1 200 OK\r$/m);
+  assert.match(out, /Welcome to nginx/);
+});
+
+/** memcached started with `args` in the image, then asked for stats on 11211; and who it ran as. */
+function memcachedStats(tag: string, args: readonly string[]): string {
+  return inContainer(tag, `${waitForPort}; memcached ${args.join(" ")} & wait_port $! 11211 && exec 3<>/dev/tcp/127.0.0.1/11211 && printf 'stats\\r\\nquit\\r\\n' >&3 && cat <&3; id -un; kill %1`);
+}
+
+test("the memcached image answers stats on 11211, as a non-root user", { skip }, () => {
+  const memcached = images.get("memcached")!;
+  assert.equal(config(memcached.tag).User, "memcache");
+  const out = memcachedStats(memcached.tag, ["--memory-limit=64", "-o", "modern", "-v"]);
+  assert.match(out, /^STAT pid \d+/m);
+  assert.match(out, /^STAT version 1\.6\./m);
+  assert.match(out, /^STAT limit_maxbytes 67108864\r$/m);
+  assert.match(out, /^memcache$/m);
+});
+
+test("the memcached image starts with the arguments the Memcached Deployment gives it", { skip, todo: enabled && "components/manifests.ts passes -m=64, which memcached 1.6 reads as 0 MB and exits" }, () => {
+  const memcached = images.get("memcached")!;
+  const deployment = memcachedDeployment({ kind: "Memcached", name: "cache", namespace: "default", uid: "u" }, { image: memcached.tag, size: 1 });
+  const args = (deployment.spec as { template: { spec: { containers: { args: string[] }[] } } }).template.spec.containers[0]!.args;
+  assert.match(memcachedStats(memcached.tag, args), /^STAT pid \d+/m);
+});

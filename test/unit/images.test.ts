@@ -1,0 +1,77 @@
+// The pure parts of `appstack image`: the pins it reads, the names it gives, the commands it runs.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { budArgs, storageArgs } from "../../toolchain/images/buildah.ts";
+import { mmdebstrapArgs, releaseDate } from "../../toolchain/images/debian.ts";
+import { archivePath, imageSpecs } from "../../toolchain/images/images.ts";
+import { aptSources, cacheKey, goToolchainModule, goVersion, nodeVersion, projectVersion } from "../../toolchain/images/recipes.ts";
+import { boundedCommand } from "../../toolchain/images/run.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+
+const bases = { debian: "localhost/appstack-base/debian:bookworm-k1", golang: "localhost/appstack-base/golang:1.26.8-bookworm-k2", node: "localhost/appstack-base/node:24.21.0-bookworm-k3" };
+const caches = { modCache: "/root/go/pkg/mod", buildCache: "/root/.cache/go-build" };
+
+test("the Go base is the release every toolchain go.mod asks for, from the proxy's toolchain module", () => {
+  const goMod = readFileSync(join(repoRoot, "toolchain/pulumi/go.mod"), "utf8");
+  assert.equal(goVersion(), /^go (\S+)$/m.exec(goMod)?.[1]);
+  assert.equal(goToolchainModule("1.26.8"), "golang.org/toolchain@v0.0.1-go1.26.8.linux-amd64");
+});
+
+test("the Node base is the lockfile's Node.js, and the operator image is tagged with the project's version", () => {
+  const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { version: string; packages: Record<string, { version: string }> };
+  assert.equal(nodeVersion(), lock.packages["node_modules/node"]?.version);
+  assert.match(nodeVersion(), /^24\./);
+  assert.equal(projectVersion(), lock.version);
+});
+
+test("a cache key depends on every input and not on the order of an object's fields", () => {
+  assert.equal(cacheKey({ a: 1, b: ["x", "y"] }), cacheKey({ b: ["x", "y"], a: 1 }));
+  assert.notEqual(cacheKey({ a: 1, b: ["x", "y"] }), cacheKey({ a: 1, b: ["y", "x"] }));
+  assert.notEqual(cacheKey({ releases: ["2026-11-01"] }), cacheKey({ releases: ["2026-11-08"] }));
+  assert.match(cacheKey({}), /^[0-9a-f]{12}$/);
+});
+
+test("the Debian root file system comes from the three bookworm suites, and the Release date names their state", () => {
+  const args = mmdebstrapArgs("/tmp/rootfs.tar");
+  assert.ok(args.includes("--variant=minbase"));
+  assert.ok(args.includes('--aptopt=Dir::Cache::pkgcache ""'), "no apt package cache left in the images' layers");
+  assert.deepEqual(args.slice(-4), ["/tmp/rootfs.tar", ...aptSources()]);
+  assert.deepEqual(aptSources(), [
+    "deb http://deb.debian.org/debian bookworm main",
+    "deb http://deb.debian.org/debian bookworm-updates main",
+    "deb http://deb.debian.org/debian-security bookworm-security main",
+  ]);
+  assert.equal(releaseDate("Origin: Debian\nDate: Sat, 15 Nov 2026 09:39:24 UTC\nValid-Until: x\n", "u"), "2026-11-15T09:39:24.000Z");
+  assert.throws(() => releaseDate("Origin: Debian\n", "http://x/InRelease"), /http:\/\/x\/InRelease: no Date field/);
+});
+
+test("the operator image is the repository's Dockerfile on the local bases, with the host's Go caches at the same paths", () => {
+  const [operator, http, memcached] = imageSpecs(bases, caches, "0.1.0");
+  assert.equal(operator?.bud.dockerfile, join(repoRoot, "Dockerfile"));
+  assert.equal(operator?.archiveName, "docker.io/library/appstack:0.1.0");
+  const args = budArgs(operator.bud);
+  assert.deepEqual(args.slice(0, 5), ["bud", "--layers", "--pull=never", "--network=host", "--format=oci"]);
+  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
+    assert.ok(args.includes(pair), pair);
+  }
+  assert.deepEqual(args.slice(-5), ["--file", join(repoRoot, "Dockerfile"), "--tag", "localhost/appstack:0.1.0", repoRoot]);
+  assert.deepEqual(http?.bud.buildArgs, { DEBIAN_IMAGE: bases.debian });
+  assert.equal(memcached?.archiveName, "localhost/appstack/memcached:0.1.0");
+  assert.equal(budArgs(memcached.bud).includes("--volume"), false);
+  assert.equal(archivePath("/c/oci", memcached), "/c/oci/memcached-0.1.0.oci.tar");
+});
+
+test("the Dockerfile's base images are build arguments whose defaults are the public images", () => {
+  const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+  const beforeFirstFrom = dockerfile.slice(0, dockerfile.indexOf("\nFROM "));
+  assert.match(beforeFirstFrom, /^ARG GO_IMAGE=golang:1\.26-bookworm$/m);
+  assert.match(beforeFirstFrom, /^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
+  assert.deepEqual([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]), ["${GO_IMAGE}", "${NODE_IMAGE}"]);
+});
+
+test("buildah keeps its images under the given folder, and every command has a deadline", () => {
+  assert.deepEqual(storageArgs("/c/images"), ["--root", "/c/images/storage", "--runroot", "/c/images/run", "--storage-driver", "overlay"]);
+  assert.deepEqual(boundedCommand("buildah", ["images"], 60), ["timeout", ["--kill-after=30", "60s", "buildah", "images"]]);
+});
