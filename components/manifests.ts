@@ -64,7 +64,7 @@ export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.type
             {
               name: "memcached",
               image: spec.image,
-              args: ["-m=64", "-o", "modern", "-v"],
+              args: ["--memory-limit=64", "-o", "modern", "-v"],
               ports: [{ name: "memcached", containerPort: memcachedPort, protocol: "TCP" }],
               resources: { requests: { cpu: "100m", memory: "128Mi" } },
               livenessProbe: { tcpSocket: { port: memcachedPort }, initialDelaySeconds: 30, periodSeconds: 10 },

@@ -124,7 +124,7 @@ test("a Memcached becomes memcached on 11211 with requests and a TCP liveness pr
     {
       name: "memcached",
       image: "memcached:1.6",
-      args: ["-m=64", "-o", "modern", "-v"],
+      args: ["--memory-limit=64", "-o", "modern", "-v"],
       ports: [{ name: "memcached", containerPort: 11211, protocol: "TCP" }],
       resources: { requests: { cpu: "100m", memory: "128Mi" } },
       livenessProbe: { tcpSocket: { port: 11211 }, initialDelaySeconds: 30, periodSeconds: 10 },
