@@ -8,7 +8,7 @@ import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { childApis } from "../kube/child-apis.ts";
-import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
+import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { childEvents, type WorkSink } from "./child-events.ts";
@@ -199,7 +199,14 @@ export class Watcher {
     if (!this.availability || watch.namespace === undefined) return;
     if (this.availability.read(watch.namespace, watch.what) === "readable") {
       this.log.info("watched namespace is readable again; its objects are reconciled", { namespace: watch.namespace });
+      // Those its caches held all along have had no event since: reconcile them now.
+      for (const key of this.keys()) if (parseKey(key).namespace === watch.namespace) this.queue.add(key);
     }
+  }
+
+  /** Whether `namespace` is watched and answers 403: its objects wait (reconcile.ts). */
+  unreadable(namespace: string): boolean {
+    return this.availability?.unreadable(namespace) ?? false;
   }
 
   /** Starts `watch`'s informer; a start that fails outright (no list, no watch) is retried too. */
