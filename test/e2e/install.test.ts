@@ -197,7 +197,8 @@ test("a namespace-scoped install: a watched namespace that is gone holds neither
   const workloads = new Workloads(local.kubeconfig);
   // tenant-a was deleted above, its binding with it: every list there answers the operator 403.
   // A short sync deadline, so that an operator that waits for tenant-a's caches exits within the wait below.
-  const operator = await startOperatorProcess(scoped.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS: "20" }, installApi: false });
+  // Short watches, so that a running operator meets the 403 of a namespace deleted under it soon (below).
+  const operator = await startOperatorProcess(scoped.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS: "20", APPSTACK_WATCH_TIMEOUT_SECONDS: "5" }, installApi: false });
   const metric = async (namespace: string) => metricValue((await httpGet(operator.healthPort, "/metrics")).body, "appstack_watched_namespace_unavailable", { namespace });
   try {
     // Started (the gauge is set once the caches synced on the leader) with tenant-a unreadable.
@@ -217,13 +218,20 @@ test("a namespace-scoped install: a watched namespace that is gone holds neither
     await workloads.ready("App", "tenant-a", "returned", 60_000);
     assert.equal(await metric("tenant-a"), 0);
     assert.equal(operator.child.exitCode, null, "the operator restarted");
-    const log = readFileSync(operator.logFile, "utf8").split("\n");
-    assert.equal(log.filter((line) => line.includes("watched namespace does not exist or is not readable") && line.includes("tenant-a")).length, 1, "not one warning for tenant-a");
-    assert.equal(log.filter((line) => line.includes("watched namespace is readable again") && line.includes("tenant-a")).length, 1);
-    assert.equal(log.filter((line) => line.includes("tenant-b") && line.includes("watched namespace")).length, 0);
+    const lines = (what: string) => readFileSync(operator.logFile, "utf8").split("\n").filter((line) => line.includes(what) && line.includes("tenant-a"));
+    assert.equal(lines("watched namespace does not exist or is not readable").length, 1, "not one warning for tenant-a");
+    assert.equal(lines("watched namespace is readable again").length, 1);
+    assert.equal(readFileSync(operator.logFile, "utf8").split("\n").filter((line) => line.includes("tenant-b") && line.includes("watched namespace")).length, 0);
 
     await Promise.all([workloads.delete("App", "tenant-a", "returned"), workloads.delete("App", "tenant-b", "present")]);
     await Promise.all([workloads.gone("App", "tenant-a", "returned"), workloads.gone("App", "tenant-b", "present")]);
+    // Deleted again, under the running operator: its watches there end and meet the 403, once said.
+    await core.deleteNamespace({ name: "tenant-a" });
+    await eventually("namespace tenant-a to be gone", async () => ((await orUndefined(() => core.readNamespace({ name: "tenant-a" }))) ? undefined : true), 90_000);
+    await eventually("the running operator to find tenant-a unavailable", async () => ((await metric("tenant-a")) === 1 ? true : undefined), 30_000);
+    assert.equal(lines("watched namespace does not exist or is not readable").length, 2, "not one warning for tenant-a's second going");
+    assert.equal(lines("watch failed").length, 0, "warned per watch as well");
+    assert.equal(operator.child.exitCode, null, "the operator restarted");
   } finally {
     await disposeOperator(operator);
   }
