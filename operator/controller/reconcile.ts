@@ -15,6 +15,7 @@ import { addFinalizer, hasFinalizer } from "./finalizer.ts";
 import type { BindingGuard } from "./binding-guard.ts";
 import { Ownership } from "./ownership.ts";
 import { awaiting, Previewing } from "./previewing.ts";
+import { maxUnreadableRetryMs } from "./namespace-availability.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
 import { Update } from "./update.ts";
 import { parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
@@ -84,6 +85,9 @@ export class Reconciler {
     const objectKey = parseKey(key);
     const { kind, namespace, name } = objectKey;
     const stack = stackName(kind, namespace, name);
+    // Its caches are not whole while its namespace answers 403 (deleted, its RoleBinding gone):
+    // nothing is decided from them. The watcher queues its objects again once it is readable.
+    if (this.deps.watcher.unreadable(namespace)) return { outcome: "requeued", requeueAfterMs: maxUnreadableRetryMs };
     const cached = this.deps.watcher.workload(kind, namespace, name);
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.

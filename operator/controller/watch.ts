@@ -8,10 +8,11 @@ import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { childApis } from "../kube/child-apis.ts";
-import { briefError, keyString, type KubeClients } from "../kube/clients.ts";
+import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { childEvents, type WorkSink } from "./child-events.ts";
+import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
@@ -20,11 +21,18 @@ type Namespaces = readonly string[] | "all";
 interface WatchState {
   /** The resource, as logs and the sync deadline's message name it. */
   readonly what: string;
+  /** Its namespace, when the operator watches a list of them. */
+  readonly namespace: string | undefined;
   readonly informer: Cached<KubernetesObject>;
   readonly connection: BoundedWatch;
   listed: boolean;
-  /** Resolves at the first successful list. */
+  /** Listed, or its namespace found unreadable: the start need not wait for it. */
+  settled: boolean;
+  /** Resolves once settled. */
   readonly synced: Promise<void>;
+  readonly settle: () => void;
+  /** Forbidden answers since it last listed or watched: its retry's backoff. */
+  deniedAnswers: number;
   lastError?: string;
   restart?: NodeJS.Timeout;
 }
@@ -67,6 +75,8 @@ export class Watcher {
   private readonly queue: WorkSink;
   private readonly log: Logger;
   private readonly watchTimeoutMs: number;
+  /** With a list of namespaces: which of them answer 403 (deleted, or their RoleBinding gone). */
+  private readonly availability: NamespaceAvailability | undefined;
 
   /** `watchTimeoutMs`: how long the API server keeps one watch open (see kube/bounded-watch.ts). */
   constructor(
@@ -81,6 +91,7 @@ export class Watcher {
     this.queue = queue;
     this.log = log;
     this.watchTimeoutMs = watchTimeoutMs;
+    this.availability = namespaces === "all" ? undefined : new NamespaceAvailability(namespaces);
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
       for (const kind of workloadKinds) {
@@ -88,11 +99,11 @@ export class Watcher {
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
       for (const kind of childKindNames) {
-        const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => childApis[kind].list(clients, ns, managedSelector), false);
+        const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => childApis[kind].list(clients, ns, managedSelector), ns, false);
         this.children.set(kind, [...(this.children.get(kind) ?? []), informer]);
       }
       this.pods.push(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
-        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), true));
+        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true));
     }
   }
 
@@ -107,7 +118,7 @@ export class Watcher {
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list);
+    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list, ns);
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
@@ -124,15 +135,15 @@ export class Watcher {
   }
 
   /** `statusOnly`: a kind read only for the status, whose events never cut a backoff short. */
-  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, statusOnly: boolean): Cached<T> {
-    const informer = this.informer<T>(resourcePath, resourcePath, list, managedSelector);
+  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, ns: string | undefined, statusOnly: boolean): Cached<T> {
+    const informer = this.informer<T>(resourcePath, resourcePath, list, ns, managedSelector);
     const handler = childEvents(this.queue, statusOnly);
     for (const type of ["add", "update", "delete"] as const) informer.on(type, handler(type));
     return informer;
   }
 
   /** An informer on `resourcePath`, restarted whenever it fails, whose first list `start` waits for. */
-  private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, labelSelector?: string): Cached<T> {
+  private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, namespace: string | undefined, labelSelector?: string): Cached<T> {
     let markSynced!: () => void;
     const synced = new Promise<void>((resolve) => (markSynced = resolve));
     const tracked = async () => {
@@ -141,22 +152,61 @@ export class Watcher {
       // that, not before.
       setImmediate(() => {
         watch.listed = true;
-        markSynced();
+        this.readable(watch);
+        watch.settle();
       });
       return result;
     };
-    const connection = new BoundedWatch(this.clients.config, { timeoutMs: this.watchTimeoutMs, graceMs: Math.min(maxWatchGraceMs, this.watchTimeoutMs) });
+    const bounds = { timeoutMs: this.watchTimeoutMs, graceMs: Math.min(maxWatchGraceMs, this.watchTimeoutMs) };
+    // A restarted informer that has listed before only watches: its watch opening is what says its namespace is readable again.
+    const connection = new BoundedWatch(this.clients.config, bounds, () => this.readable(watch));
     const informer: Cached<T> = new ListWatch<T>(resourcePath, connection, tracked as never, false, labelSelector);
-    const watch: WatchState = { what, informer, connection, listed: false, synced };
+    const settle = () => {
+      watch.settled = true;
+      markSynced();
+    };
+    const watch: WatchState = { what, namespace, informer, connection, listed: false, settled: false, synced, settle, deniedAnswers: 0 };
     this.watches.push(watch);
     // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
     informer.on("error", (error: unknown) => {
       watch.lastError = briefError(error);
-      if (this.stopped) return;
+      if (this.stopped || this.denied(watch, error)) return;
       this.log.warn("watch failed; restarting", { watch: what, error: watch.lastError, retryInMs: restartDelayMs });
-      this.restartLater(watch);
+      this.restartLater(watch, restartDelayMs);
     });
     return informer;
+  }
+
+  /**
+   * Whether `error` is a 403 in a watched namespace: then the namespace is unreadable (deleted, or
+   * its RoleBinding gone). It is said once, the start does not wait for it (its cache stays as it
+   * is: empty at a start), and the informer is retried with backoff until the namespace is readable.
+   */
+  private denied(watch: WatchState, error: unknown): boolean {
+    if (!this.availability || watch.namespace === undefined || !isForbidden(error)) return false;
+    watch.deniedAnswers += 1;
+    if (this.availability.denied(watch.namespace, watch.what) === "unreadable") {
+      this.log.warn("watched namespace does not exist or is not readable (its RoleBinding gone); its objects are not reconciled until it is, while the other namespaces' are", { namespace: watch.namespace, error: watch.lastError });
+    }
+    watch.settle();
+    this.restartLater(watch, unreadableRetryMs(watch.deniedAnswers));
+    return true;
+  }
+
+  /** `watch` listed, or its watch opened: its namespace is readable as far as it goes. */
+  private readable(watch: WatchState): void {
+    watch.deniedAnswers = 0;
+    if (!this.availability || watch.namespace === undefined) return;
+    if (this.availability.read(watch.namespace, watch.what) === "readable") {
+      this.log.info("watched namespace is readable again; its objects are reconciled", { namespace: watch.namespace });
+      // Those its caches held all along have had no event since: reconcile them now.
+      for (const key of this.keys()) if (parseKey(key).namespace === watch.namespace) this.queue.add(key);
+    }
+  }
+
+  /** Whether `namespace` is watched and answers 403: its objects wait (reconcile.ts). */
+  unreadable(namespace: string): boolean {
+    return this.availability?.unreadable(namespace) ?? false;
   }
 
   /** Starts `watch`'s informer; a start that fails outright (no list, no watch) is retried too. */
@@ -165,22 +215,23 @@ export class Watcher {
       watch.lastError = briefError(error);
       if (this.stopped) return;
       this.log.warn("watch could not start; retrying", { watch: watch.what, error: watch.lastError, retryInMs: restartDelayMs });
-      this.restartLater(watch);
+      this.restartLater(watch, restartDelayMs);
     });
   }
 
-  private restartLater(watch: WatchState): void {
+  private restartLater(watch: WatchState, delayMs: number): void {
     clearTimeout(watch.restart);
     watch.restart = setTimeout(() => {
       if (!this.stopped) this.run(watch);
-    }, restartDelayMs);
+    }, delayMs);
   }
 
   /**
    * Starts every informer; resolves once each has listed (the caches are synced). An informer
    * whose list fails is restarted by its error handler, so this waits for it rather than letting
    * the reconciler read a cache that lacks objects which exist; but no longer than `deadlineMs`
-   * (a forbidden list, a missing CRD never ends), then fails naming what did not list. `signal`
+   * (a cluster-wide list forbidden, a missing CRD never ends), then fails naming what did not
+   * list. The informers of a watched namespace answered 403 are not waited for (see `denied`). `signal`
    * (a SIGTERM) ends the wait at once. Either way the caller stops the watcher.
    */
   async start(deadlineMs: number, signal?: AbortSignal): Promise<void> {
@@ -188,7 +239,7 @@ export class Watcher {
     for (const watch of this.watches) this.run(watch);
     const synced = Promise.all(this.watches.map((watch) => watch.synced));
     if ((await withinDeadline(abortable(synced, signal), deadlineMs)) === timedOut) {
-      throw new CacheSyncTimeout(this.watches.filter((watch) => !watch.listed), deadlineMs);
+      throw new CacheSyncTimeout(this.watches.filter((watch) => !watch.settled), deadlineMs);
     }
   }
 
@@ -198,6 +249,11 @@ export class Watcher {
     await Promise.all(this.watches.map((watch) => watch.informer.stop()));
     // Including the watches still connecting, which the informers cannot abort.
     for (const watch of this.watches) watch.connection.close();
+  }
+
+  /** Every watched namespace (none when watching all) and whether it is unreadable now. */
+  namespaceStates(): ReadonlyMap<string, boolean> {
+    return this.availability?.states() ?? new Map();
   }
 
   workload(kind: WorkloadKind, namespace: string, name: string): Workload | undefined {

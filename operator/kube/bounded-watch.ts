@@ -35,10 +35,13 @@ export class BoundedWatch extends Watch {
   /** Ends each open watch: its `done` is told, its connection closed. */
   private readonly open = new Set<(error: Error) => void>();
   private closed = false;
+  private readonly onOpen: (() => void) | undefined;
 
-  constructor(config: KubeConfig, bounds: WatchBounds) {
+  /** `onOpen`: told of each watch the API server accepted (answered 200), as proof that the path is readable. */
+  constructor(config: KubeConfig, bounds: WatchBounds, onOpen?: () => void) {
     super(config);
     this.bounds = bounds;
+    this.onOpen = onOpen;
   }
 
   /** Ends every watch and opens none from now on. */
@@ -82,9 +85,12 @@ export class BoundedWatch extends Watch {
     this.open.add(endAndClose);
     const bounded = { ...queryParams, timeoutSeconds: Math.max(1, Math.round(this.bounds.timeoutMs / 1000)), allowWatchBookmarks: true };
     try {
-      return await new Watch(perWatch).watch(path, bounded, (phase, object, raw) => {
+      const controller = await new Watch(perWatch).watch(path, bounded, (phase, object, raw) => {
         if (!ended) callback(phase, object, raw);
       }, end);
+      // Not ended by then: the API server answered 200 and the stream is open.
+      if (!ended) this.onOpen?.();
+      return controller;
     } catch (error) {
       // The config's options failed (a credential plugin, a token file): no connection was opened.
       end(error);

@@ -18,10 +18,21 @@ export class OperatorMetrics {
   readonly leader = new Gauge({ name: "appstack_leader", help: "1 while this process holds the leader lease.", registers: [this.registry] });
   readonly leaseCalls = new Counter({ name: "appstack_leader_lease_calls_total", help: "Calls to acquire or renew the leader lease, by result (success, error): a standby that cannot reach the API counts errors.", labelNames: ["result"], registers: [this.registry] });
 
-  constructor(queue: () => { depth: number; active: number }) {
+  /** `namespaces`: each watched namespace (none when all are watched) and whether it is unreadable now. */
+  constructor(queue: () => { depth: number; active: number }, namespaces: () => ReadonlyMap<string, boolean> = () => new Map()) {
     const depth = () => queue();
     new Gauge({ name: "appstack_queue_depth", help: "Objects waiting to be reconciled.", registers: [this.registry], collect() { this.set(depth().depth); } });
     new Gauge({ name: "appstack_queue_active", help: "Objects being reconciled now.", registers: [this.registry], collect() { this.set(depth().active); } });
+    new Gauge({
+      name: "appstack_watched_namespace_unavailable",
+      help: "1 while a watched namespace answers 403 (deleted, or the operator's RoleBinding there gone): its objects are not reconciled. Only with a list of namespaces, on the leader.",
+      labelNames: ["namespace"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [namespace, unavailable] of namespaces()) this.set({ namespace }, unavailable ? 1 : 0);
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: "appstack_process_" });
   }
 

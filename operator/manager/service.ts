@@ -27,7 +27,7 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   // its holder is gone. Only where the hostname is the pod's name (unique among live pods).
   if (config.podName === hostname()) await breakLocksOfEarlierContainers(config.backendUrl, projectName, log, new StateIo(config.operationTimeoutMs));
   let operator: RunningOperator | undefined;
-  const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }));
+  const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }), () => operator?.watcher.namespaceStates() ?? new Map());
   const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;
   const elector = lease ? new LeaderElector(leaseApi(kubeClients(config.kubeconfig).config, lease), lease, log, undefined, (result) => metrics.leaseCalls.inc({ result })) : undefined;
   const server = await startHealthServer(config.healthPort, config.healthHost, {

@@ -190,6 +190,53 @@ test("a namespace-scoped install: deleting a watched namespace with an App in it
   assert.ok(deployment.spec?.template.spec?.containers[0]?.env?.some((e) => e.name === "APPSTACK_RBAC_BINDING" && e.value === binding));
 });
 
+test("a namespace-scoped install: a watched namespace that is gone holds neither the start nor the other namespace, and is picked up once it is back", async () => {
+  assert.ok(scoped, "the namespace-scoped install failed");
+  const { cluster: local, core } = cluster();
+  const rbac = loadKubeConfig(local.kubeconfig).makeApiClient(RbacAuthorizationV1Api);
+  const workloads = new Workloads(local.kubeconfig);
+  // tenant-a was deleted above, its binding with it: every list there answers the operator 403.
+  // A short sync deadline, so that an operator that waits for tenant-a's caches exits within the wait below.
+  // Short watches, so that a running operator meets the 403 of a namespace deleted under it soon (below).
+  const operator = await startOperatorProcess(scoped.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS: "20", APPSTACK_WATCH_TIMEOUT_SECONDS: "5" }, installApi: false });
+  const metric = async (namespace: string) => metricValue((await httpGet(operator.healthPort, "/metrics")).body, "appstack_watched_namespace_unavailable", { namespace });
+  try {
+    // Started (the gauge is set once the caches synced on the leader) with tenant-a unreadable.
+    await eventually("the operator to start with tenant-a unavailable", async () => ((await metric("tenant-a")) === 1 ? true : undefined), 30_000);
+    assert.equal((await httpGet(operator.healthPort, "/readyz")).status, 200);
+    await workloads.create({ kind: "App", metadata: { name: "present", namespace: "tenant-b" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+    await workloads.ready("App", "tenant-b", "present");
+    assert.equal(await metric("tenant-b"), 0);
+    assert.equal(await metric("tenant-a"), 1);
+
+    // Back: the namespace, and the operator's binding there as the install makes it.
+    const model = await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" });
+    await core.createNamespace({ body: { metadata: { name: "tenant-a" } } });
+    await rbac.createNamespacedRoleBinding({ namespace: "tenant-a", body: { metadata: { name: binding, namespace: "tenant-a", labels: model.metadata?.labels ?? {} }, roleRef: model.roleRef, subjects: model.subjects ?? [] } });
+    await workloads.create({ kind: "App", metadata: { name: "returned", namespace: "tenant-a" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+    // Within the 30 s cap of the retry's backoff, plus the App's update.
+    await workloads.ready("App", "tenant-a", "returned", 60_000);
+    assert.equal(await metric("tenant-a"), 0);
+    assert.equal(operator.child.exitCode, null, "the operator restarted");
+    const lines = (what: string) => readFileSync(operator.logFile, "utf8").split("\n").filter((line) => line.includes(what) && line.includes("tenant-a"));
+    assert.equal(lines("watched namespace does not exist or is not readable").length, 1, "not one warning for tenant-a");
+    assert.equal(lines("watched namespace is readable again").length, 1);
+    assert.equal(readFileSync(operator.logFile, "utf8").split("\n").filter((line) => line.includes("tenant-b") && line.includes("watched namespace")).length, 0);
+
+    await Promise.all([workloads.delete("App", "tenant-a", "returned"), workloads.delete("App", "tenant-b", "present")]);
+    await Promise.all([workloads.gone("App", "tenant-a", "returned"), workloads.gone("App", "tenant-b", "present")]);
+    // Deleted again, under the running operator: its watches there end and meet the 403, once said.
+    await core.deleteNamespace({ name: "tenant-a" });
+    await eventually("namespace tenant-a to be gone", async () => ((await orUndefined(() => core.readNamespace({ name: "tenant-a" }))) ? undefined : true), 90_000);
+    await eventually("the running operator to find tenant-a unavailable", async () => ((await metric("tenant-a")) === 1 ? true : undefined), 30_000);
+    assert.equal(lines("watched namespace does not exist or is not readable").length, 2, "not one warning for tenant-a's second going");
+    assert.equal(lines("watch failed").length, 0, "warned per watch as well");
+    assert.equal(operator.child.exitCode, null, "the operator restarted");
+  } finally {
+    await disposeOperator(operator);
+  }
+});
+
 test("a namespace-scoped install: a new leader breaks the stack lock of a replica whose pod is gone", async () => {
   assert.ok(scoped, "the namespace-scoped install failed");
   const { cluster: local } = cluster();
@@ -197,7 +244,7 @@ test("a namespace-scoped install: a new leader breaks the stack lock of a replic
   const workloads = new Workloads(local.kubeconfig);
   const replicas: OperatorProcess[] = [];
   const replica = async (hostname: string) => {
-    // tenant-a is gone, and with it the operator's rights there: its caches could not sync.
+    // Only tenant-b: what this test is about.
     replicas.push(await startOperatorProcess(scoped!.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_NAMESPACES: "tenant-b" }, installApi: false, stateDir: scoped!.operatorState, hostname }));
     return replicas.at(-1)!;
   };

@@ -97,6 +97,28 @@ test("close() ends a watch still waiting for its answer, closes its connection, 
   }
 });
 
+test("a watch the API server accepts is told as open; one it answers 403 is not, and ends with the status", { timeout: 15_000 }, async () => {
+  for (const status of [200, 403]) {
+    const server = await silentServer((res) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      if (status === 200) res.flushHeaders();
+      else res.end(JSON.stringify({ kind: "Status", code: status }));
+    });
+    try {
+      let opened = 0;
+      const outcome = await watchUntilDone(new BoundedWatch(server.config, bounds, () => (opened += 1)), []);
+      if (status === 200) {
+        assert.equal(opened, 1);
+      } else {
+        assert.equal(opened, 0);
+        assert.equal((outcome as { statusCode?: number }).statusCode, 403);
+      }
+    } finally {
+      server.close();
+    }
+  }
+});
+
 async function eventuallyTrue(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((resolve) => setTimeout(resolve, 10));
 }
