@@ -14,7 +14,7 @@ import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { reapAbandonedClusters, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import type { RealNodeState } from "../../toolchain/cluster/node.ts";
 import { storageClassName } from "../../toolchain/cluster/node-storage.ts";
-import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { loadKubeConfig, responseOf } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { processesMentioning } from "../helpers/proctree.ts";
@@ -73,19 +73,7 @@ const succeeded = (pod: V1Pod) => {
   return pod.status?.phase === "Succeeded";
 };
 
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { timeout: 2_000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", reject);
-    req.end();
-  });
-}
+const httpGet = (url: string) => responseOf(request, url, {});
 
 test("a pod on the pause image runs, and the kubelet reports it Ready with an address of the node's pod range", { skip }, async () => {
   await core.createNamespacedPod({ namespace, body: podOf("sandbox", node().images.pause.name) });

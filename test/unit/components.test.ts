@@ -1,31 +1,12 @@
 // The components under Pulumi's mocks: the exact Deployment and Service inputs they register.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
+import { recordRegistrations, registeredResource, type Registered } from "../helpers/pulumi-mocks.ts";
 import { appDeployment } from "../../components/manifests.ts";
 import type { AppSpec } from "../../crds/types.ts";
 
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, unknown>;
-  parent?: string;
-}
-
-const registered: Registered[] = [];
-
-await pulumi.runtime.setMocks(
-  {
-    newResource(args) {
-      registered.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
-      return { id: `${args.name}-id`, state: args.inputs as Record<string, unknown> };
-    },
-    call: (args) => args.inputs as Record<string, unknown>,
-  },
-  "appstack",
-  "test",
-  false,
-);
+const registered = await recordRegistrations();
 
 // Imported after setMocks, as the mocks require.
 let components: typeof import("../../components/app.ts") & typeof import("../../components/memcached.ts");
@@ -36,7 +17,7 @@ before(async () => {
 const owner = (name: string, kind: "App" | "Memcached" = "App") => ({ kind, name, namespace: "team-a", uid: `uid-${name}` });
 
 async function settle(resource: pulumi.Resource): Promise<void> {
-  await new Promise<void>((resolve) => pulumi.output(resource.urn).apply(() => resolve()));
+  await registeredResource(resource);
   await new Promise((resolve) => setTimeout(resolve, 50));
 }
 

@@ -2,28 +2,10 @@
 // RBAC grants for a namespace-scoped install, and the settings it refuses.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
+import { recordRegistrations, registeredResource } from "../helpers/pulumi-mocks.ts";
 
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, unknown>;
-}
-
-const registered: Registered[] = [];
-
-await pulumi.runtime.setMocks(
-  {
-    newResource(args) {
-      registered.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
-      return { id: `${args.name}-id`, state: args.inputs as Record<string, unknown> };
-    },
-    call: (args) => args.inputs as Record<string, unknown>,
-  },
-  "appstack",
-  "test",
-  false,
-);
+const registered = await recordRegistrations();
 
 // Imported after setMocks, as the mocks require.
 let install: typeof import("../../components/install.ts");
@@ -33,7 +15,7 @@ before(async () => {
 
 /** The inputs of the resource `name` of `type` once the engine (mocked) has it. */
 async function inputsOf(resource: pulumi.ComponentResource, type: string, name: string): Promise<Record<string, unknown>> {
-  await new Promise<void>((resolve) => pulumi.output(resource.urn).apply(() => resolve()));
+  await registeredResource(resource);
   // Children register after their parent: let them.
   for (let tries = 0; tries < 100 && !registered.some((r) => r.type === type && r.name === name); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
   const found = registered.find((r) => r.type === type && r.name === name);
