@@ -1,0 +1,222 @@
+// appstack as users run it in a cluster: the images `appstack image` builds, loaded into the real
+// node of a local cluster, installed with `npx appstack pulumi up` of the repository's program;
+// the operator pod passes its own probes, and an App and a Memcached reach Ready with pods that
+// really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
+// cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readdirSync, readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { loadImage } from "../../toolchain/cluster/node.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { buildImages } from "../../toolchain/images/build.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { eventually } from "../helpers/cluster.ts";
+import { Workloads } from "../helpers/operator.ts";
+
+const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
+const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
+const operatorNamespace = "appstack-system";
+const namespace = "default";
+const waitMs = 300_000;
+
+const stateDir = mkdtempSync(join(tmpdir(), "appstack-in-cluster-"));
+const stack = `in-cluster-${process.pid}`;
+const fileStarted = Date.now();
+let cluster: LocalCluster | undefined;
+let core: CoreV1Api;
+let apps: AppsV1Api;
+let workloads: Workloads;
+const images = new Map<string, string>();
+const figures: string[] = [];
+
+function figure(line: string): void {
+  figures.push(line);
+  console.error(`figure: ${line}`);
+}
+
+const secondsSince = (start: number) => ((Date.now() - start) / 1000).toFixed(1);
+
+/** `npx appstack pulumi ARGS` on the repository's program against the test cluster, with a deadline. */
+function pulumi(args: string[], timeoutMs = 600_000): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "pulumi", ...args, "--non-interactive"], {
+      cwd: repoRoot,
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster!.kubeconfig,
+        PULUMI_BACKEND_URL: `file://${stateDir}`,
+        PULUMI_HOME: join(stateDir, "home"),
+        PULUMI_CONFIG_PASSPHRASE: "in-cluster-test",
+      },
+    }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}` }));
+  });
+}
+
+async function pulumiOk(...args: string[]): Promise<string> {
+  const { code, output } = await pulumi(args);
+  assert.equal(code, 0, `pulumi ${args.join(" ")}:\n${output}`);
+  return output;
+}
+
+before(async () => {
+  if (!enabled) return;
+  let started = Date.now();
+  for (const image of await buildImages(() => undefined)) images.set(image.name, image.archive);
+  figure(`images built or refreshed in ${secondsSince(started)} s`);
+  started = Date.now();
+  cluster = await startCluster({ realNode: true, exitOnSignal: true, log: (line) => console.error(line) });
+  figure(`real-node cluster started in ${secondsSince(started)} s`);
+  started = Date.now();
+  for (const archive of images.values()) loadImage(cluster, archive);
+  figure(`three images loaded into the node in ${secondsSince(started)} s`);
+  const kc = loadKubeConfig(cluster.kubeconfig);
+  core = kc.makeApiClient(CoreV1Api);
+  apps = kc.makeApiClient(AppsV1Api);
+  workloads = new Workloads(cluster.kubeconfig);
+});
+
+after(async () => {
+  if (cluster) await cluster.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+  rmSync(join(repoRoot, `Pulumi.${stack}.yaml`), { force: true });
+  if (enabled) console.error(`figures:\n  ${[...figures, `file duration ${secondsSince(fileStarted)} s`].join("\n  ")}`);
+});
+
+const isReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+
+async function podsOf(ns: string, selector: string): Promise<V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
+}
+
+function httpGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { timeout: 2_000 }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** memcached's `stats` over a raw TCP socket: the lines up to END. */
+function memcachedStats(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, timeout: 2_000 });
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("connect", () => socket.write("stats\r\n"));
+    socket.on("data", (chunk: string) => {
+      answer += chunk;
+      if (answer.includes("END\r\n")) {
+        socket.end("quit\r\n");
+        resolve(answer);
+      }
+    });
+    socket.on("timeout", () => socket.destroy(new Error("timeout")));
+    socket.on("error", reject);
+    socket.on("close", () => reject(new Error(`closed before END: ${answer}`)));
+  });
+}
+
+/** The operator pod's memory cgroup (cgroup v1 on this machine): usage and peak, in MiB. */
+function podMemory(pod: V1Pod): { usage: number; peak: number } | undefined {
+  const uid = pod.metadata?.uid?.replaceAll("-", "_") ?? "";
+  const search = (dir: string, depth: number): string | undefined => {
+    if (depth > 6 || !existsSync(dir)) return undefined;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const path = join(dir, entry.name);
+      if (entry.name.includes(uid) || entry.name.includes(pod.metadata?.uid ?? "-")) return path;
+      const found = search(path, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const dir = search(join("/sys/fs/cgroup/memory", cluster!.realNode!.cgroupRoot), 0);
+  if (!dir) return undefined;
+  const mib = (file: string) => Number(readFileSync(join(dir, file), "utf8")) / 1048576;
+  return { usage: mib("memory.usage_in_bytes"), peak: mib("memory.max_usage_in_bytes") };
+}
+
+let operatorPod: V1Pod;
+
+test("`pulumi up` installs the operator from the image; its claim binds through local-path and the pod is Ready by its own probes", { skip, timeout: 900_000 }, async () => {
+  await pulumiOk("stack", "init", stack);
+  await pulumiOk("config", "set", "--secret", "appstack:passphrase", "in-cluster-passphrase", "--stack", stack);
+  await pulumiOk("config", "set", "appstack:image", "appstack:0.1.0", "--stack", stack);
+  const started = Date.now();
+  await pulumiOk("up", "--yes", "--skip-preview", "--stack", stack);
+  const deployment = await apps.readNamespacedDeployment({ name: "appstack-operator", namespace: operatorNamespace });
+  const container = deployment.spec?.template.spec?.containers[0];
+  assert.equal(container?.image, "appstack:0.1.0");
+  assert.notEqual(container?.imagePullPolicy, "Always", "the kubelet must use the image loaded into the node");
+  const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
+  assert.equal(claim.status?.phase, "Bound");
+  operatorPod = await eventually("the operator pod Ready", async () => {
+    const [pod] = await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator");
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  figure(`install: pulumi up to operator pod Ready ${secondsSince(started)} s`);
+  assert.equal(operatorPod.spec?.nodeName, cluster!.realNode!.nodeName);
+  assert.equal(operatorPod.status?.phase, "Running");
+  const [status] = operatorPod.status?.containerStatuses ?? [];
+  assert.ok(status?.ready && status.state?.running, JSON.stringify(status));
+  assert.equal(status.restartCount, 0, JSON.stringify(status));
+  assert.equal(status.image, "docker.io/library/appstack:0.1.0");
+  const conditions = Object.fromEntries((operatorPod.status?.conditions ?? []).map((c) => [c.type, c.status]));
+  assert.equal(conditions["ContainersReady"], "True");
+  const logs = await core.readNamespacedPodLog({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+  assert.doesNotMatch(logs, /EACCES|"level":"error"/, logs);
+});
+
+test("an App of the http image, replicas 2, port 80: Ready, its pods Running and Ready on the node, its Service answers 200 through kube-proxy", { skip, timeout: 600_000 }, async () => {
+  const started = Date.now();
+  await workloads.create({ kind: "App", metadata: { name: "web", namespace }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 2, port: 80 } });
+  const app = await workloads.ready("App", namespace, "web", waitMs);
+  figure(`App Ready in ${secondsSince(started)} s (create to Ready, through the operator pod)`);
+  assert.equal(app.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+  const pods = (await podsOf(namespace, "app.kubernetes.io/instance=web")).filter((pod) => !pod.metadata?.deletionTimestamp);
+  assert.equal(pods.length, 2, JSON.stringify(pods.map((pod) => pod.metadata?.name)));
+  for (const pod of pods) {
+    assert.equal(pod.spec?.nodeName, cluster!.realNode!.nodeName);
+    assert.equal(pod.status?.phase, "Running");
+    assert.ok(isReady(pod), JSON.stringify(pod.status?.conditions));
+  }
+  const service = await core.readNamespacedService({ name: "web", namespace });
+  const clusterIp = service.spec?.clusterIP ?? "";
+  assert.match(clusterIp, /^10\.96\./);
+  const answer = await eventually("the App's Service from the host", async () => {
+    const response = await httpGet(`http://${clusterIp}/`).catch(() => undefined);
+    return response?.status === 200 ? response : undefined;
+  }, 60_000);
+  assert.equal(answer.status, 200);
+});
+
+test("a Memcached of the memcached image: Ready, `stats` answers through its Service, status.nodes names its real pods", { skip, timeout: 600_000 }, async () => {
+  const started = Date.now();
+  await workloads.create({ kind: "Memcached", metadata: { name: "cache", namespace }, spec: { size: 2, image: "localhost/appstack/memcached:0.1.0" } });
+  const cache = await workloads.ready("Memcached", namespace, "cache", waitMs);
+  figure(`Memcached Ready in ${secondsSince(started)} s`);
+  const pods = (await podsOf(namespace, "app.kubernetes.io/instance=cache")).filter((pod) => !pod.metadata?.deletionTimestamp);
+  for (const pod of pods) assert.ok(pod.status?.phase === "Running" && isReady(pod), JSON.stringify(pod.status));
+  assert.deepEqual((cache.status as { nodes?: string[] } | undefined)?.nodes, pods.map((pod) => pod.metadata!.name!).sort());
+  const service = await core.readNamespacedService({ name: "cache", namespace });
+  const stats = await eventually("memcached stats through the Service", () => memcachedStats(service.spec!.clusterIP!, 11211).catch(() => undefined), 60_000);
+  assert.match(stats, /^STAT version 1\.6\./m);
+  assert.match(stats, /^STAT limit_maxbytes 67108864\r$/m);
+  const memory = podMemory(operatorPod);
+  if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
+});
