@@ -11,13 +11,14 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { loadImage } from "../../toolchain/cluster/node.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
-import { eventually } from "../helpers/cluster.ts";
+import { eventually, isNotFound } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
 import { Workloads } from "../helpers/operator.ts";
 
 const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
@@ -219,4 +220,77 @@ test("a Memcached of the memcached image: Ready, `stats` answers through its Ser
   assert.match(stats, /^STAT limit_maxbytes 67108864\r$/m);
   const memory = podMemory(operatorPod);
   if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
+});
+
+test("the operator pod deleted while an App change is in flight: it stops within its grace, the new pod applies the change", { skip, timeout: 600_000 }, async () => {
+  // The old pod's engine is inside its update (the Deployment's patch held at admission) when the pod is deleted.
+  const hold = await holdWrites(cluster!, "deployments", "UPDATE", namespace, "web", /^appstack$/);
+  try {
+    await workloads.mergeSpec("App", namespace, "web", { replicas: 3 });
+    await hold.held;
+    const oldName = operatorPod.metadata!.name!;
+    const deleted = Date.now();
+    await core.deleteNamespacedPod({ name: oldName, namespace: operatorNamespace });
+    // The kubelet has been told (the pod is terminating) before the held write goes on.
+    await eventually("the old operator pod terminating", async () => {
+      const pod = await core.readNamespacedPod({ name: oldName, namespace: operatorNamespace });
+      return pod.metadata?.deletionTimestamp ? true : undefined;
+    }, 30_000);
+    await hold.release();
+    await eventually("the old operator pod gone", async () => {
+      try {
+        await core.readNamespacedPod({ name: oldName, namespace: operatorNamespace });
+        return undefined;
+      } catch (error) {
+        return isNotFound(error) ? true : undefined;
+      }
+    }, 120_000);
+    const stopSeconds = (Date.now() - deleted) / 1000;
+    figure(`operator pod deleted mid-update: gone ${stopSeconds.toFixed(1)} s after the delete (grace 90 s)`);
+    // Gone well before the kubelet's SIGKILL at the end of terminationGracePeriodSeconds (90): it stopped on SIGTERM.
+    assert.ok(stopSeconds < 80, `the old pod took ${stopSeconds} s: SIGTERM not honoured`);
+  } finally {
+    await hold.release().catch(() => undefined);
+  }
+  operatorPod = await eventually("the new operator pod Ready", async () => {
+    const [pod] = (await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator")).filter((p) => !p.metadata?.deletionTimestamp);
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  assert.equal(operatorPod.status?.containerStatuses?.[0]?.restartCount, 0);
+  const app = await workloads.ready("App", namespace, "web", waitMs);
+  assert.equal((app.spec as { replicas?: number }).replicas, 3);
+  const pods = await eventually("three web pods Ready", async () => {
+    const current = (await podsOf(namespace, "app.kubernetes.io/instance=web")).filter((pod) => !pod.metadata?.deletionTimestamp);
+    return current.length === 3 && current.every(isReady) ? current : undefined;
+  }, 60_000);
+  assert.equal(pods.length, 3);
+  const deployment = await apps.readNamespacedDeployment({ name: "web", namespace });
+  assert.equal(deployment.spec?.replicas, 3);
+});
+
+test("after the objects are deleted, `pulumi destroy` leaves nothing: namespace, CRDs, cluster roles and bindings, policies, volume", { skip, timeout: 900_000 }, async () => {
+  await workloads.delete("App", namespace, "web");
+  await workloads.delete("Memcached", namespace, "cache");
+  await workloads.gone("App", namespace, "web", waitMs);
+  await workloads.gone("Memcached", namespace, "cache", waitMs);
+  const started = Date.now();
+  await pulumiOk("destroy", "--yes", "--skip-preview", "--stack", stack);
+  figure(`pulumi destroy ${secondsSince(started)} s`);
+  const kc = loadKubeConfig(cluster!.kubeconfig);
+  await assert.rejects(core.readNamespace({ name: operatorNamespace }), isNotFound);
+  const crds = (await kc.makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition()).items.filter((crd) => crd.spec.group === "appstack.dev");
+  assert.deepEqual(crds.map((crd) => crd.metadata?.name), []);
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  // Everything the install labelled, and anything named after appstack.
+  const labelSelector = "app.kubernetes.io/part-of=appstack";
+  const ours = (items: { metadata?: { name?: string; labels?: Record<string, string> } }[]) =>
+    items.filter((item) => item.metadata?.labels?.["app.kubernetes.io/part-of"] === "appstack" || item.metadata?.name?.startsWith("appstack")).map((item) => item.metadata?.name);
+  assert.deepEqual(ours((await rbac.listClusterRole()).items), []);
+  assert.deepEqual(ours((await rbac.listClusterRoleBinding()).items), []);
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  assert.deepEqual(ours((await admission.listValidatingAdmissionPolicy()).items), []);
+  assert.deepEqual(ours((await admission.listValidatingAdmissionPolicyBinding()).items), []);
+  assert.deepEqual(ours((await rbac.listRoleBindingForAllNamespaces({ labelSelector })).items), []);
+  // The state volume (local-path, reclaim policy Delete) goes after its claim.
+  await eventually("no persistent volume left", async () => ((await core.listPersistentVolume()).items.length === 0 ? true : undefined), 120_000);
 });
