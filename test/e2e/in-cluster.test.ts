@@ -4,7 +4,7 @@
 // really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
 // cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
@@ -293,4 +293,61 @@ test("after the objects are deleted, `pulumi destroy` leaves nothing: namespace,
   assert.deepEqual(ours((await rbac.listRoleBindingForAllNamespaces({ labelSelector })).items), []);
   // The state volume (local-path, reclaim policy Delete) goes after its claim.
   await eventually("no persistent volume left", async () => ((await core.listPersistentVolume()).items.length === 0 ? true : undefined), 120_000);
+});
+
+/** SIGKILL to the operator container's init (tini): the container dies with its engines, the kubelet restarts it in the same pod. */
+function killOperatorContainer(pod: V1Pod): void {
+  const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "") ?? "";
+  assert.ok(id, "the operator container's id");
+  execFileSync("ctr", ["--address", cluster!.realNode!.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id], { timeout: 30_000 });
+}
+
+test("a watchNamespaces install: a killed container's stack lock is recovered, and deleting the watched namespace with an App in it completes", { skip, timeout: 900_000 }, async () => {
+  const watched = "watched";
+  await core.createNamespace({ body: { metadata: { name: watched } } });
+  await pulumiOk("config", "set", "--path", "appstack:watchNamespaces[0]", watched, "--stack", stack);
+  const started = Date.now();
+  await pulumiOk("up", "--yes", "--skip-preview", "--stack", stack);
+  operatorPod = await eventually("the scoped operator pod Ready", async () => {
+    const [pod] = (await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator")).filter((p) => !p.metadata?.deletionTimestamp);
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  figure(`scoped install: pulumi up to operator pod Ready ${secondsSince(started)} s`);
+  await workloads.create({ kind: "App", metadata: { name: "scoped", namespace: watched }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } });
+  await workloads.ready("App", watched, "scoped", waitMs);
+
+  // The container killed while its engine holds the stack's lock (the Deployment's patch held).
+  const hold = await holdWrites(cluster!, "deployments", "UPDATE", watched, "scoped", /^appstack$/);
+  try {
+    await workloads.mergeSpec("App", watched, "scoped", { replicas: 2 });
+    await hold.held;
+    killOperatorContainer(operatorPod);
+    await eventually("the operator container restarted", async () => {
+      const pod = await core.readNamespacedPod({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+      return (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? pod : undefined;
+    }, 120_000);
+  } finally {
+    await hold.release();
+  }
+  const app = await workloads.ready("App", watched, "scoped", waitMs);
+  assert.equal((app.spec as { replicas?: number }).replicas, 2);
+  await eventually("two scoped pods Ready", async () => {
+    const current = (await podsOf(watched, "app.kubernetes.io/instance=scoped")).filter((pod) => !pod.metadata?.deletionTimestamp);
+    return current.length === 2 && current.every(isReady) ? true : undefined;
+  }, 60_000);
+
+  const deleting = Date.now();
+  await core.deleteNamespace({ name: watched });
+  await eventually("the watched namespace gone", async () => {
+    try {
+      await core.readNamespace({ name: watched });
+      return undefined;
+    } catch (error) {
+      return isNotFound(error) ? true : undefined;
+    }
+  }, waitMs);
+  figure(`watched namespace with an App deleted in ${secondsSince(deleting)} s`);
+
+  await pulumiOk("destroy", "--yes", "--skip-preview", "--stack", stack);
+  await assert.rejects(core.readNamespace({ name: operatorNamespace }), isNotFound);
 });
