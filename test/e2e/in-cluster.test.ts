@@ -5,9 +5,7 @@
 // cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { request } from "node:http";
-import { connect } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -19,6 +17,7 @@ import { buildImages } from "../../toolchain/images/build.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
+import { httpGet, memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { Workloads } from "../helpers/operator.ts";
 
 const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
@@ -98,60 +97,6 @@ async function podsOf(ns: string, selector: string): Promise<V1Pod[]> {
   return (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
 }
 
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { timeout: 2_000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-/** memcached's `stats` over a raw TCP socket: the lines up to END. */
-function memcachedStats(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host, port, timeout: 2_000 });
-    let answer = "";
-    socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write("stats\r\n"));
-    socket.on("data", (chunk: string) => {
-      answer += chunk;
-      if (answer.includes("END\r\n")) {
-        socket.end("quit\r\n");
-        resolve(answer);
-      }
-    });
-    socket.on("timeout", () => socket.destroy(new Error("timeout")));
-    socket.on("error", reject);
-    socket.on("close", () => reject(new Error(`closed before END: ${answer}`)));
-  });
-}
-
-/** The operator pod's memory cgroup (cgroup v1 on this machine): usage and peak, in MiB. */
-function podMemory(pod: V1Pod): { usage: number; peak: number } | undefined {
-  const uid = pod.metadata?.uid?.replaceAll("-", "_") ?? "";
-  const search = (dir: string, depth: number): string | undefined => {
-    if (depth > 6 || !existsSync(dir)) return undefined;
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      const path = join(dir, entry.name);
-      if (entry.name.includes(uid) || entry.name.includes(pod.metadata?.uid ?? "-")) return path;
-      const found = search(path, depth + 1);
-      if (found) return found;
-    }
-    return undefined;
-  };
-  const dir = search(join("/sys/fs/cgroup/memory", cluster!.realNode!.cgroupRoot), 0);
-  if (!dir) return undefined;
-  const mib = (file: string) => Number(readFileSync(join(dir, file), "utf8")) / 1048576;
-  return { usage: mib("memory.usage_in_bytes"), peak: mib("memory.max_usage_in_bytes") };
-}
-
 let operatorPod: V1Pod;
 
 test("`pulumi up` installs the operator from the image; its claim binds through local-path and the pod is Ready by its own probes", { skip, timeout: 900_000 }, async () => {
@@ -218,7 +163,7 @@ test("a Memcached of the memcached image: Ready, `stats` answers through its Ser
   const stats = await eventually("memcached stats through the Service", () => memcachedStats(service.spec!.clusterIP!, 11211).catch(() => undefined), 60_000);
   assert.match(stats, /^STAT version 1\.6\./m);
   assert.match(stats, /^STAT limit_maxbytes 67108864\r$/m);
-  const memory = podMemory(operatorPod);
+  const memory = podMemory(operatorPod, cluster!.realNode!.cgroupRoot);
   if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
 });
 
