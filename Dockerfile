@@ -31,6 +31,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY . .
 COPY --from=toolchain /out/ /usr/local/bin/
+# A passwd entry (and a home) for 65532: the pulumi CLI looks its user up by uid when it creates a
+# stack, and without one fails with "user: unknown userid 65532" (seen in the first in-cluster run).
+RUN groupadd --system --gid 65532 appstack \
+ && useradd --system --uid 65532 --gid 65532 --home-dir /home/appstack --create-home --shell /usr/sbin/nologin appstack
 # The operator finds the pinned binaries on PATH; nothing is downloaded at run time.
 ENV PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
     APPSTACK_CACHE_DIR=/nonexistent \

@@ -1,0 +1,298 @@
+// appstack as users run it in a cluster: the images `appstack image` builds, loaded into the real
+// node of a local cluster, installed with `npx appstack pulumi up` of the repository's program;
+// the operator pod passes its own probes, and an App and a Memcached reach Ready with pods that
+// really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
+// cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
+import assert from "node:assert/strict";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
+import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { loadImage } from "../../toolchain/cluster/node.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { buildImages } from "../../toolchain/images/build.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { eventually, isNotFound } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { httpGet, memcachedStats, podMemory } from "../helpers/pod-probes.ts";
+import { Workloads } from "../helpers/operator.ts";
+
+const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
+const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
+const operatorNamespace = "appstack-system";
+const namespace = "default";
+const waitMs = 300_000;
+
+const stateDir = mkdtempSync(join(tmpdir(), "appstack-in-cluster-"));
+const stack = `in-cluster-${process.pid}`;
+const fileStarted = Date.now();
+let cluster: LocalCluster | undefined;
+let core: CoreV1Api;
+let apps: AppsV1Api;
+let workloads: Workloads;
+const images = new Map<string, string>();
+const figures: string[] = [];
+
+function figure(line: string): void {
+  figures.push(line);
+  console.error(`figure: ${line}`);
+}
+
+const secondsSince = (start: number) => ((Date.now() - start) / 1000).toFixed(1);
+
+/** `npx appstack pulumi ARGS` on the repository's program against the test cluster, with a deadline. */
+function pulumi(args: string[], timeoutMs = 600_000): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "pulumi", ...args, "--non-interactive"], {
+      cwd: repoRoot,
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster!.kubeconfig,
+        PULUMI_BACKEND_URL: `file://${stateDir}`,
+        PULUMI_HOME: join(stateDir, "home"),
+        PULUMI_CONFIG_PASSPHRASE: "in-cluster-test",
+      },
+    }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}` }));
+  });
+}
+
+async function pulumiOk(...args: string[]): Promise<string> {
+  const { code, output } = await pulumi(args);
+  assert.equal(code, 0, `pulumi ${args.join(" ")}:\n${output}`);
+  return output;
+}
+
+before(async () => {
+  if (!enabled) return;
+  let started = Date.now();
+  for (const image of await buildImages(() => undefined)) images.set(image.name, image.archive);
+  figure(`images built or refreshed in ${secondsSince(started)} s`);
+  started = Date.now();
+  cluster = await startCluster({ realNode: true, exitOnSignal: true, log: (line) => console.error(line) });
+  figure(`real-node cluster started in ${secondsSince(started)} s`);
+  started = Date.now();
+  for (const archive of images.values()) loadImage(cluster, archive);
+  figure(`three images loaded into the node in ${secondsSince(started)} s`);
+  const kc = loadKubeConfig(cluster.kubeconfig);
+  core = kc.makeApiClient(CoreV1Api);
+  apps = kc.makeApiClient(AppsV1Api);
+  workloads = new Workloads(cluster.kubeconfig);
+});
+
+after(async () => {
+  if (cluster) await cluster.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+  rmSync(join(repoRoot, `Pulumi.${stack}.yaml`), { force: true });
+  if (enabled) console.error(`figures:\n  ${[...figures, `file duration ${secondsSince(fileStarted)} s`].join("\n  ")}`);
+});
+
+const isReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+
+async function podsOf(ns: string, selector: string): Promise<V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
+}
+
+let operatorPod: V1Pod;
+
+test("`pulumi up` installs the operator from the image; its claim binds through local-path and the pod is Ready by its own probes", { skip, timeout: 900_000 }, async () => {
+  await pulumiOk("stack", "init", stack);
+  await pulumiOk("config", "set", "--secret", "appstack:passphrase", "in-cluster-passphrase", "--stack", stack);
+  await pulumiOk("config", "set", "appstack:image", "appstack:0.1.0", "--stack", stack);
+  const started = Date.now();
+  await pulumiOk("up", "--yes", "--skip-preview", "--stack", stack);
+  const deployment = await apps.readNamespacedDeployment({ name: "appstack-operator", namespace: operatorNamespace });
+  const container = deployment.spec?.template.spec?.containers[0];
+  assert.equal(container?.image, "appstack:0.1.0");
+  assert.notEqual(container?.imagePullPolicy, "Always", "the kubelet must use the image loaded into the node");
+  const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
+  assert.equal(claim.status?.phase, "Bound");
+  operatorPod = await eventually("the operator pod Ready", async () => {
+    const [pod] = await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator");
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  figure(`install: pulumi up to operator pod Ready ${secondsSince(started)} s`);
+  assert.equal(operatorPod.spec?.nodeName, cluster!.realNode!.nodeName);
+  assert.equal(operatorPod.status?.phase, "Running");
+  const [status] = operatorPod.status?.containerStatuses ?? [];
+  assert.ok(status?.ready && status.state?.running, JSON.stringify(status));
+  assert.equal(status.restartCount, 0, JSON.stringify(status));
+  assert.equal(status.image, "docker.io/library/appstack:0.1.0");
+  const conditions = Object.fromEntries((operatorPod.status?.conditions ?? []).map((c) => [c.type, c.status]));
+  assert.equal(conditions["ContainersReady"], "True");
+  const logs = await core.readNamespacedPodLog({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+  assert.doesNotMatch(logs, /EACCES|"level":"error"/, logs);
+});
+
+test("an App of the http image, replicas 2, port 80: Ready, its pods Running and Ready on the node, its Service answers 200 through kube-proxy", { skip, timeout: 600_000 }, async () => {
+  const started = Date.now();
+  await workloads.create({ kind: "App", metadata: { name: "web", namespace }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 2, port: 80 } });
+  const app = await workloads.ready("App", namespace, "web", waitMs);
+  figure(`App Ready in ${secondsSince(started)} s (create to Ready, through the operator pod)`);
+  assert.equal(app.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+  const pods = (await podsOf(namespace, "app.kubernetes.io/instance=web")).filter((pod) => !pod.metadata?.deletionTimestamp);
+  assert.equal(pods.length, 2, JSON.stringify(pods.map((pod) => pod.metadata?.name)));
+  for (const pod of pods) {
+    assert.equal(pod.spec?.nodeName, cluster!.realNode!.nodeName);
+    assert.equal(pod.status?.phase, "Running");
+    assert.ok(isReady(pod), JSON.stringify(pod.status?.conditions));
+  }
+  const service = await core.readNamespacedService({ name: "web", namespace });
+  const clusterIp = service.spec?.clusterIP ?? "";
+  assert.match(clusterIp, /^10\.96\./);
+  const answer = await eventually("the App's Service from the host", async () => {
+    const response = await httpGet(`http://${clusterIp}/`).catch(() => undefined);
+    return response?.status === 200 ? response : undefined;
+  }, 60_000);
+  assert.equal(answer.status, 200);
+});
+
+test("a Memcached of the memcached image: Ready, `stats` answers through its Service, status.nodes names its real pods", { skip, timeout: 600_000 }, async () => {
+  const started = Date.now();
+  await workloads.create({ kind: "Memcached", metadata: { name: "cache", namespace }, spec: { size: 2, image: "localhost/appstack/memcached:0.1.0" } });
+  const cache = await workloads.ready("Memcached", namespace, "cache", waitMs);
+  figure(`Memcached Ready in ${secondsSince(started)} s`);
+  const pods = (await podsOf(namespace, "app.kubernetes.io/instance=cache")).filter((pod) => !pod.metadata?.deletionTimestamp);
+  for (const pod of pods) assert.ok(pod.status?.phase === "Running" && isReady(pod), JSON.stringify(pod.status));
+  assert.deepEqual((cache.status as { nodes?: string[] } | undefined)?.nodes, pods.map((pod) => pod.metadata!.name!).sort());
+  const service = await core.readNamespacedService({ name: "cache", namespace });
+  const stats = await eventually("memcached stats through the Service", () => memcachedStats(service.spec!.clusterIP!, 11211).catch(() => undefined), 60_000);
+  assert.match(stats, /^STAT version 1\.6\./m);
+  assert.match(stats, /^STAT limit_maxbytes 67108864\r$/m);
+  const memory = podMemory(operatorPod, cluster!.realNode!.cgroupRoot);
+  if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
+});
+
+test("the operator pod deleted while an App change is in flight: it stops within its grace, the new pod applies the change", { skip, timeout: 600_000 }, async () => {
+  // The old pod's engine is inside its update (the Deployment's patch held at admission) when the pod is deleted.
+  const hold = await holdWrites(cluster!, "deployments", "UPDATE", namespace, "web", /^appstack$/);
+  try {
+    await workloads.mergeSpec("App", namespace, "web", { replicas: 3 });
+    await hold.held;
+    const oldName = operatorPod.metadata!.name!;
+    const deleted = Date.now();
+    await core.deleteNamespacedPod({ name: oldName, namespace: operatorNamespace });
+    // The kubelet has been told (the pod is terminating) before the held write goes on.
+    await eventually("the old operator pod terminating", async () => {
+      const pod = await core.readNamespacedPod({ name: oldName, namespace: operatorNamespace });
+      return pod.metadata?.deletionTimestamp ? true : undefined;
+    }, 30_000);
+    await hold.release();
+    await eventually("the old operator pod gone", async () => {
+      try {
+        await core.readNamespacedPod({ name: oldName, namespace: operatorNamespace });
+        return undefined;
+      } catch (error) {
+        return isNotFound(error) ? true : undefined;
+      }
+    }, 120_000);
+    const stopSeconds = (Date.now() - deleted) / 1000;
+    figure(`operator pod deleted mid-update: gone ${stopSeconds.toFixed(1)} s after the delete (grace 90 s)`);
+    // Gone well before the kubelet's SIGKILL at the end of terminationGracePeriodSeconds (90): it stopped on SIGTERM.
+    assert.ok(stopSeconds < 80, `the old pod took ${stopSeconds} s: SIGTERM not honoured`);
+  } finally {
+    await hold.release().catch(() => undefined);
+  }
+  operatorPod = await eventually("the new operator pod Ready", async () => {
+    const [pod] = (await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator")).filter((p) => !p.metadata?.deletionTimestamp);
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  assert.equal(operatorPod.status?.containerStatuses?.[0]?.restartCount, 0);
+  const app = await workloads.ready("App", namespace, "web", waitMs);
+  assert.equal((app.spec as { replicas?: number }).replicas, 3);
+  const pods = await eventually("three web pods Ready", async () => {
+    const current = (await podsOf(namespace, "app.kubernetes.io/instance=web")).filter((pod) => !pod.metadata?.deletionTimestamp);
+    return current.length === 3 && current.every(isReady) ? current : undefined;
+  }, 60_000);
+  assert.equal(pods.length, 3);
+  const deployment = await apps.readNamespacedDeployment({ name: "web", namespace });
+  assert.equal(deployment.spec?.replicas, 3);
+});
+
+test("after the objects are deleted, `pulumi destroy` leaves nothing: namespace, CRDs, cluster roles and bindings, policies, volume", { skip, timeout: 900_000 }, async () => {
+  await workloads.delete("App", namespace, "web");
+  await workloads.delete("Memcached", namespace, "cache");
+  await workloads.gone("App", namespace, "web", waitMs);
+  await workloads.gone("Memcached", namespace, "cache", waitMs);
+  const started = Date.now();
+  await pulumiOk("destroy", "--yes", "--skip-preview", "--stack", stack);
+  figure(`pulumi destroy ${secondsSince(started)} s`);
+  const kc = loadKubeConfig(cluster!.kubeconfig);
+  await assert.rejects(core.readNamespace({ name: operatorNamespace }), isNotFound);
+  const crds = (await kc.makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition()).items.filter((crd) => crd.spec.group === "appstack.dev");
+  assert.deepEqual(crds.map((crd) => crd.metadata?.name), []);
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  // Everything the install labelled, and anything named after appstack.
+  const labelSelector = "app.kubernetes.io/part-of=appstack";
+  const ours = (items: { metadata?: { name?: string; labels?: Record<string, string> } }[]) =>
+    items.filter((item) => item.metadata?.labels?.["app.kubernetes.io/part-of"] === "appstack" || item.metadata?.name?.startsWith("appstack")).map((item) => item.metadata?.name);
+  assert.deepEqual(ours((await rbac.listClusterRole()).items), []);
+  assert.deepEqual(ours((await rbac.listClusterRoleBinding()).items), []);
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  assert.deepEqual(ours((await admission.listValidatingAdmissionPolicy()).items), []);
+  assert.deepEqual(ours((await admission.listValidatingAdmissionPolicyBinding()).items), []);
+  assert.deepEqual(ours((await rbac.listRoleBindingForAllNamespaces({ labelSelector })).items), []);
+  // The state volume (local-path, reclaim policy Delete) goes after its claim.
+  await eventually("no persistent volume left", async () => ((await core.listPersistentVolume()).items.length === 0 ? true : undefined), 120_000);
+});
+
+/** SIGKILL to the operator container's init (tini): the container dies with its engines, the kubelet restarts it in the same pod. */
+function killOperatorContainer(pod: V1Pod): void {
+  const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "") ?? "";
+  assert.ok(id, "the operator container's id");
+  execFileSync("ctr", ["--address", cluster!.realNode!.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id], { timeout: 30_000 });
+}
+
+test("a watchNamespaces install: a killed container's stack lock is recovered, and deleting the watched namespace with an App in it completes", { skip, timeout: 900_000 }, async () => {
+  const watched = "watched";
+  await core.createNamespace({ body: { metadata: { name: watched } } });
+  await pulumiOk("config", "set", "--path", "appstack:watchNamespaces[0]", watched, "--stack", stack);
+  const started = Date.now();
+  await pulumiOk("up", "--yes", "--skip-preview", "--stack", stack);
+  operatorPod = await eventually("the scoped operator pod Ready", async () => {
+    const [pod] = (await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator")).filter((p) => !p.metadata?.deletionTimestamp);
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  figure(`scoped install: pulumi up to operator pod Ready ${secondsSince(started)} s`);
+  await workloads.create({ kind: "App", metadata: { name: "scoped", namespace: watched }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } });
+  await workloads.ready("App", watched, "scoped", waitMs);
+
+  // The container killed while its engine holds the stack's lock (the Deployment's patch held).
+  const hold = await holdWrites(cluster!, "deployments", "UPDATE", watched, "scoped", /^appstack$/);
+  try {
+    await workloads.mergeSpec("App", watched, "scoped", { replicas: 2 });
+    await hold.held;
+    killOperatorContainer(operatorPod);
+    await eventually("the operator container restarted", async () => {
+      const pod = await core.readNamespacedPod({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+      return (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? pod : undefined;
+    }, 120_000);
+  } finally {
+    await hold.release();
+  }
+  const app = await workloads.ready("App", watched, "scoped", waitMs);
+  assert.equal((app.spec as { replicas?: number }).replicas, 2);
+  await eventually("two scoped pods Ready", async () => {
+    const current = (await podsOf(watched, "app.kubernetes.io/instance=scoped")).filter((pod) => !pod.metadata?.deletionTimestamp);
+    return current.length === 2 && current.every(isReady) ? true : undefined;
+  }, 60_000);
+
+  const deleting = Date.now();
+  await core.deleteNamespace({ name: watched });
+  await eventually("the watched namespace gone", async () => {
+    try {
+      await core.readNamespace({ name: watched });
+      return undefined;
+    } catch (error) {
+      return isNotFound(error) ? true : undefined;
+    }
+  }, waitMs);
+  figure(`watched namespace with an App deleted in ${secondsSince(deleting)} s`);
+
+  await pulumiOk("destroy", "--yes", "--skip-preview", "--stack", stack);
+  await assert.rejects(core.readNamespace({ name: operatorNamespace }), isNotFound);
+});
