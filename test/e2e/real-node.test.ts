@@ -7,14 +7,14 @@ import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { reapAbandonedClusters, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import type { RealNodeState } from "../../toolchain/cluster/node.ts";
 import { storageClassName } from "../../toolchain/cluster/node-storage.ts";
-import { loadKubeConfig, responseOf } from "../../toolchain/cluster/readiness.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { httpGet } from "../helpers/pod-probes.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { processesMentioning } from "../helpers/proctree.ts";
@@ -73,7 +73,6 @@ const succeeded = (pod: V1Pod) => {
   return pod.status?.phase === "Succeeded";
 };
 
-const httpGet = (url: string) => responseOf(request, url, {});
 
 test("a pod on the pause image runs, and the kubelet reports it Ready with an address of the node's pod range", { skip }, async () => {
   await core.createNamespacedPod({ namespace, body: podOf("sandbox", node().images.pause.name) });

@@ -5,20 +5,10 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
+import { responseOf } from "../../toolchain/cluster/readiness.ts";
 
-export function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { timeout: 2_000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", reject);
-    req.end();
-  });
-}
+/** A plain HTTP GET with a 2 s deadline: the status and body. */
+export const httpGet = (url: string) => responseOf(request, url, {});
 
 /** memcached's `stats` over a raw TCP socket: the lines up to END. */
 export function memcachedStats(host: string, port: number): Promise<string> {
