@@ -11,14 +11,15 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
-import { loadImage } from "../../toolchain/cluster/node.ts";
+import { loadImage, tagImage } from "../../toolchain/cluster/node.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { httpGet, memcachedStats, podMemory } from "../helpers/pod-probes.ts";
-import { Workloads } from "../helpers/operator.ts";
+import { counterTotal, Workloads } from "../helpers/operator.ts";
+import { podFirstPassDone, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
 
 const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
 const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
@@ -211,6 +212,73 @@ test("the operator pod deleted while an App change is in flight: it stops within
   assert.equal(pods.length, 3);
   const deployment = await apps.readNamespacedDeployment({ name: "web", namespace });
   assert.equal(deployment.spec?.replicas, 3);
+});
+
+const upgraded = [["App", "web"], ["Memcached", "cache"]] as const;
+
+/** What must not move in an upgrade: each object's readiness and generations, its Deployment, its pods, its stack's updates. */
+function settled(stateFolder: string) {
+  return Promise.all(upgraded.map(async ([kind, name]) => {
+    const object = await workloads.get(kind, namespace, name);
+    const deployment = await apps.readNamespacedDeployment({ name, namespace });
+    const pods = (await podsOf(namespace, `app.kubernetes.io/instance=${name}`)).filter((pod) => !pod.metadata?.deletionTimestamp);
+    return {
+      object: `${kind}/${name}`,
+      ready: object.status?.conditions?.find((c) => c.type === "Ready")?.status,
+      generation: object.metadata.generation,
+      observedGeneration: object.status?.observedGeneration,
+      deployment: { uid: deployment.metadata?.uid, generation: deployment.metadata?.generation },
+      pods: pods.map((pod) => pod.metadata?.uid).sort(),
+      updates: stackUpdateCount(stateFolder, kind, namespace, name),
+    };
+  }));
+}
+
+/** The old operator pod gone; the new one runs the new tag (the same image content), Ready and never restarted. */
+async function assertReplaced(old: V1Pod, pod: V1Pod): Promise<void> {
+  await assert.rejects(core.readNamespacedPod({ name: old.metadata!.name!, namespace: operatorNamespace }), isNotFound);
+  assert.equal(pod.spec?.containers[0]?.image, "appstack:0.1.1");
+  const [status] = pod.status?.containerStatuses ?? [];
+  assert.ok(status?.ready && status.state?.running, JSON.stringify(status));
+  assert.equal(status.restartCount, 0, JSON.stringify(status));
+  // The same content under its second name: the kubelet found the tag in the node (nothing pulled).
+  // containerd reports an image by content, under the first of its names (status.image stays 0.1.0).
+  assert.equal(status.imageID, old.status?.containerStatuses?.[0]?.imageID);
+  assert.match(status.imageID ?? "", /sha256:[0-9a-f]{64}$/);
+}
+
+test("an upgrade to a new image tag (`pulumi up` with appstack:image=appstack:0.1.1): the pod recreated on it, every object still Ready, nothing applied again", { skip, timeout: 600_000 }, async () => {
+  // The pod of the test before has been through both objects: what it would apply is applied.
+  await podFirstPassDone(operatorPod, upgraded.length);
+  const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
+  const stateFolder = volumeHostPath(await core.readPersistentVolume({ name: claim.spec!.volumeName! }));
+  const before = await settled(stateFolder);
+  for (const object of before) assert.ok(object.ready === "True" && object.updates >= 1 && object.pods.length >= 2, JSON.stringify(object));
+
+  const old = operatorPod;
+  tagImage(cluster!, "docker.io/library/appstack:0.1.0", "docker.io/library/appstack:0.1.1");
+  await pulumiOk("config", "set", "appstack:image", "appstack:0.1.1", "--stack", stack);
+  const started = Date.now();
+  await pulumiOk("up", "--yes", "--skip-preview", "--stack", stack);
+  const deployment = await apps.readNamespacedDeployment({ name: "appstack-operator", namespace: operatorNamespace });
+  assert.equal(deployment.spec?.template.spec?.containers[0]?.image, "appstack:0.1.1");
+  assert.equal(deployment.spec?.strategy?.type, "Recreate");
+  operatorPod = await eventually("the upgraded operator pod Ready", async () => {
+    const pods = await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator");
+    // Recreate: the old pod is gone before the new one is made.
+    if (pods.some((pod) => pod.metadata?.uid === old.metadata?.uid)) return undefined;
+    const [pod] = pods;
+    return pods.length === 1 && pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
+  figure(`upgrade to a new tag: pulumi up to the new operator pod Ready ${secondsSince(started)} s`);
+  await assertReplaced(old, operatorPod);
+
+  const metrics = await podFirstPassDone(operatorPod, upgraded.length);
+  assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
+  assert.deepEqual(await settled(stateFolder), before);
+  const logs = await core.readNamespacedPodLog({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+  assert.doesNotMatch(logs, /"msg":"pulumi (up|refresh|preview)|"level":"error"/, logs);
+  figure(`upgrade test ${secondsSince(started)} s from the upgrade's pulumi up`);
 });
 
 test("after the objects are deleted, `pulumi destroy` leaves nothing: namespace, CRDs, cluster roles and bindings, policies, volume", { skip, timeout: 900_000 }, async () => {
