@@ -4,21 +4,21 @@
 // there as on files. Results come from the API server, and from Pulumi's table itself.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { promisify } from "node:util";
+import pg from "pg";
 import type { HistoryRow } from "../../operator/cmd/history-cli.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
-import { eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { eventsOf, eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { disposeOperator, httpGet, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const namespace = "default";
 const scratch = mkdtempSync(join(tmpdir(), "appstack-postgres-test-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
 let postgres: PostgresServer | undefined;
 const operators: OperatorProcess[] = [];
 let workloads: Workloads;
@@ -30,7 +30,9 @@ const cluster = useCluster(
   },
   async () => {
     for (const operator of operators) await disposeOperator(operator).catch(() => undefined);
+    // The server's data is in the scratch folder: removed only once the server has stopped.
     await postgres?.stop();
+    rmSync(scratch, { recursive: true, force: true });
   },
 );
 
@@ -49,7 +51,8 @@ async function keys(prefix: string): Promise<string[]> {
   return rows.map((row) => row.key);
 }
 
-const lockRows = () => keys(".pulumi/locks/");
+/** The lock rows of one stack (`app.default.<name>`), or of every stack. */
+const lockRows = async (app?: string) => (await keys(".pulumi/locks/")).filter((key) => app === undefined || key.includes(`/app.default.${app}/`));
 const stackRows = async (stack: string) => (await keys(".pulumi/")).filter((key) => key.includes(`/${stack}`));
 
 const app = (name: string, spec: Record<string, unknown>) => ({ kind: "App" as const, metadata: { name, namespace }, spec });
@@ -128,7 +131,7 @@ test("an operator SIGKILLed mid-update leaves its lock row; the restarted one br
     await workloads.create(app("pg-crashy", { image: "nginx:1.27", replicas: 2, port: 80 }));
     await creating.held;
     await operator.stop("SIGKILL");
-    assert.equal((await lockRows()).length, 1, "the killed engine's lock is a row of the table");
+    assert.equal((await lockRows("pg-crashy")).length, 1, "the killed engine's lock is a row of the table");
   } finally {
     await creating.release();
   }
@@ -158,7 +161,7 @@ test("a leader and a standby on one postgres backend (each its own state folder)
     await workloads.create(app("pg-failover", { image: "nginx:1.27", replicas: 1, port: 80 }));
     await creating.held;
     await leader.stop("SIGKILL");
-    assert.equal((await lockRows()).length, 1, "the killed leader's lock is a row of the table");
+    assert.equal((await lockRows("pg-failover")).length, 1, "the killed leader's lock is a row of the table");
   } finally {
     await creating.release();
   }
@@ -169,4 +172,37 @@ test("a leader and a standby on one postgres backend (each its own state folder)
   assert.equal(ready.status?.readyReplicas, 1);
   assert.equal((await service("pg-failover"))?.spec?.ports?.[0]?.port, 80);
   assert.deepEqual(await lockRows(), []);
+});
+
+test("the database's password changed under a running operator: the App says the backend refused, converges once it is back, and no log line, Event or status carries the password (Pulumi's error quotes the URL)", async () => {
+  const password = new URL(server().url).password;
+  const operator = await startOperator(singleEnv());
+  await workloads.create(app("pg-rotated", { image: "nginx:1.27", replicas: 1 }));
+  await workloads.ready("App", namespace, "pg-rotated");
+  // One connection of the test's own, opened before the change, to change it back.
+  const admin = new pg.Client({ connectionString: server().url, query_timeout: 15_000 });
+  await admin.connect();
+  try {
+    await admin.query("ALTER ROLE appstack PASSWORD 'rotated-by-the-test'");
+    await workloads.mergeSpec("App", namespace, "pg-rotated", { image: "nginx:1.28" });
+    await eventually("the App to say the backend refused", async () => {
+      const ready = (await workloads.get("App", namespace, "pg-rotated")).status?.conditions?.find((c) => c.type === "Ready");
+      return ready?.status === "False" && /password authentication failed/.test(ready.message ?? "") ? true : undefined;
+    });
+    const refused = (await workloads.get("App", namespace, "pg-rotated")).status;
+    const events = await eventsOf(cluster().core, namespace, "pg-rotated");
+    assert.ok(events.some((event) => /password authentication failed/.test(event.message ?? "")), "an Event says why");
+    for (const [what, text] of [["the status", JSON.stringify(refused)], ["the Events", JSON.stringify(events)], ["the log", readFileSync(operator.logFile, "utf8")]] as const) {
+      assert.ok(!text.includes(password), `${what} carries the password`);
+    }
+  } finally {
+    // base64url: nothing to escape; ALTER ROLE takes no parameters.
+    await admin.query(`ALTER ROLE appstack PASSWORD '${password}'`);
+    await admin.end();
+  }
+  await eventually("the new image applied once the password is back", async () => ((await deployment("pg-rotated"))?.spec?.template.spec?.containers[0]?.image === "nginx:1.28" ? true : undefined), 120_000);
+  await workloads.ready("App", namespace, "pg-rotated");
+  await workloads.delete("App", namespace, "pg-rotated");
+  await workloads.gone("App", namespace, "pg-rotated");
+  await operator.stop();
 });
