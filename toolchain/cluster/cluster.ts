@@ -11,7 +11,7 @@ import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, wait
 import { createClusterPki, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
 import { isOurs, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
-import { startPostgres, stopPostgresProcess } from "./postgres.ts";
+import { startClusterPostgres, stopPostgresProcess } from "./postgres.ts";
 import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
 
 const clusterDirPrefix = "appstack-cluster-";
@@ -207,14 +207,6 @@ function writeCredentials(state: ClusterState, apiserverAddress: string, apiserv
   return pki;
 }
 
-/** The cluster's PostgreSQL server (ClusterOptions.postgres): its URL, also kept in <dir>/postgres-url (mode 0600: it holds the password). */
-async function startClusterPostgres(options: ClusterOptions, dir: string, launch: (name: string, binary: string, args: string[]) => ComponentProcess, log: (line: string) => void): Promise<string | undefined> {
-  if (!options.postgres) return undefined;
-  const { url } = await startPostgres({ dir, launch, log });
-  writeFileSync(join(dir, "postgres-url"), url, { mode: 0o600 });
-  return url;
-}
-
 export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
   const log = options.log ?? (() => undefined);
   const detached = options.detached ?? false;
@@ -268,7 +260,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
 
     log(`cluster ${name}: starting etcd on 127.0.0.1:${etcdClient}`);
     await waitForEtcd(launch("etcd", "etcd", args.etcd), etcdClient, dir);
-    postgresUrl = await startClusterPostgres(options, dir, launchBinary, (line) => log(`cluster ${name}: ${line}`));
+    if (options.postgres) postgresUrl = await startClusterPostgres(dir, launchBinary, (line) => log(`cluster ${name}: ${line}`));
     log(`cluster ${name}: starting kube-apiserver on ${server}`);
     await waitForApiServer(launch("kube-apiserver", "kube-apiserver", args.apiserver), state.kubeconfig, dir);
     log(`cluster ${name}: starting controller-manager, scheduler and kwok`);

@@ -218,3 +218,10 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
     },
   };
 }
+
+/** A cluster's server (ClusterOptions.postgres), one of its components: its URL, also kept in <dir>/postgres-url (mode 0600: it holds the password). */
+export async function startClusterPostgres(dir: string, launch: NonNullable<PostgresOptions["launch"]>, log: (line: string) => void): Promise<string> {
+  const { url } = await startPostgres({ dir, launch, log });
+  writeFileSync(join(dir, "postgres-url"), url, { mode: 0o600 });
+  return url;
+}
