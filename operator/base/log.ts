@@ -1,4 +1,7 @@
 // Structured logs: one JSON object a line (for log pipelines), or readable text for a terminal.
+// No line carries a known secret (redact.ts: the backend URL's password, quoted in Pulumi's errors).
+import { redactKnownSecrets } from "./redact.ts";
+
 export type Level = "debug" | "info" | "warn" | "error";
 type Fields = Record<string, unknown>;
 
@@ -32,7 +35,7 @@ export function createLogger(options: LoggerOptions = {}, bound: Fields = {}): L
   const emit = (level: Level, msg: string, fields: Fields = {}) => {
     if (rank[level] < threshold) return;
     const all = { ...bound, ...fields };
-    write(options.format === "text" ? textLine(level, msg, all) : JSON.stringify({ time: new Date().toISOString(), level, msg, ...all }));
+    write(redactKnownSecrets(options.format === "text" ? textLine(level, msg, all) : JSON.stringify({ time: new Date().toISOString(), level, msg, ...all })));
   };
   return {
     debug: (msg, fields) => emit("debug", msg, fields),

@@ -9,6 +9,7 @@ import { engineFolders, loadConfig, operatorOptions } from "../manager/config.ts
 import { workspaceOptions } from "../pulumi/engine.ts";
 import { stackName, projectName } from "../pulumi/stack-names.ts";
 import { StateIo } from "../pulumi/state-io.ts";
+import { stateStore } from "../pulumi/state-store.ts";
 import { DeletedHistory, type StoredUpdate } from "../pulumi/deleted-history.ts";
 import { describeWhy, parseUpdateMessage, type UpdateWhy } from "../pulumi/update-messages.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
@@ -107,7 +108,7 @@ async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[
   let note: string | undefined;
   const summaries = await withinDeadline(read(), config.operationTimeoutMs).catch(async (error: unknown) => {
     if (!(error instanceof StackNotFoundError)) throw error;
-    const deleted = await new DeletedHistory(config.backendUrl, io).latest(stack);
+    const deleted = await new DeletedHistory(stateStore(config.backendUrl, io)).latest(stack);
     if (!deleted) throw new Error(`${kind.toLowerCase()}/${name} in namespace ${namespace} has no stack (stack ${stack}) and no kept history: it was never applied, or it was deleted too long ago`);
     note = `${kind.toLowerCase()}/${name} in namespace ${namespace} was deleted at ${deleted.deletedAt.toISOString()}: its stack is removed; these rows were kept from its history`;
     return deleted.updates.map(summaryOf).reverse();

@@ -1,7 +1,8 @@
 // The main job (`npm start`, `appstack run`): with no cluster configured, start the local one and
 // install the CRDs; then run the operator in the foreground until Ctrl-C, which stops the operator
 // first and the local cluster after it.
-import { existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ownershipPolicyName } from "../../crds/ownership.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
@@ -19,10 +20,11 @@ import { installPluginBin } from "./plugin-bin.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
-export const runUsage = `usage: appstack run [--samples] [--real-node] [flags]
+export const runUsage = `usage: appstack run [--samples] [--real-node] [--backend file|postgres] [flags]
   the operator in the foreground, on a new local cluster unless --kubeconfig=PATH or KUBECONFIG
   names one; --samples also applies crds/samples/; --real-node gives the local cluster a real node
-  (pods run; needs root). Ctrl-C stops all, a second Ctrl-C at once.
+  (pods run; needs root); --backend postgres keeps the stacks in a PostgreSQL server started beside
+  the local cluster (docs/state-backends.md). Ctrl-C stops all, a second Ctrl-C at once.
 ${operatorFlagsUsage}`;
 
 /**
@@ -42,14 +44,47 @@ function namedKubeconfig(given: string | undefined, say: (line: string) => void)
   throw new UsageError(`the kubeconfig ${missing.join(", ")} does not exist: name an existing one, or \`unset KUBECONFIG\` to run on a new local cluster`);
 }
 
+/** Whether `--backend` asks for the local cluster's PostgreSQL server; `elsewhere` is a kubeconfig or backend URL given, which rules it out. */
+function postgresChosen(backend = "file", elsewhere: string | undefined): boolean {
+  if (backend !== "file" && backend !== "postgres") throw new UsageError(`--backend is file or postgres, not ${JSON.stringify(backend)}`);
+  if (backend === "postgres" && elsewhere !== undefined) throw new UsageError("--backend postgres starts a PostgreSQL server beside a new local cluster; with --kubeconfig, KUBECONFIG or --backend-url, give --backend-url=postgres://... instead");
+  return backend === "postgres";
+}
+
+/** What to type in another terminal to use the local cluster, its stacks included (no secret printed: the files hold them). */
+function clusterHints(cluster: LocalCluster, localState: string | undefined): string {
+  // The state folder too, so that `npx appstack preview` and `npx appstack stacks` there use this operator's stacks.
+  const stateLine = localState ? `\n  export APPSTACK_STATE_DIR=${localState}` : "";
+  const backendLine = cluster.postgresUrl ? `\n  export APPSTACK_BACKEND_URL="$(cat ${join(cluster.dir, "postgres-url")})" APPSTACK_PASSPHRASE="$(cat ${join(cluster.dir, "passphrase")})"` : "";
+  const pluginLine = `\n  export PATH=${installPluginBin(join(cluster.dir, "bin"))}:$PATH`;
+  return `\nlocal cluster is up; in another terminal (kubectl is the pinned one, with the appstack plugin):\n${shellLines(cluster.kubeconfig)}${stateLine}${backendLine}${pluginLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n  kubectl appstack status -A\n`;
+}
+
+/**
+ * A backend other than a file one must be given a passphrase (config.ts); the local cluster's
+ * PostgreSQL server lives and dies with the cluster, so a generated one (kept in the cluster's
+ * folder) encrypts its stacks' secrets unless the environment names one.
+ */
+function localPassphrase(cluster: LocalCluster | undefined): Record<string, string> {
+  if (!cluster?.postgresUrl) return {};
+  const file = join(cluster.dir, "passphrase");
+  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("base64url"), { mode: 0o600 });
+  return { APPSTACK_PASSPHRASE: readFileSync(file, "utf8") };
+}
+
+function localBackendUrl(cluster: LocalCluster | undefined): { "backend-url"?: string } {
+  return cluster?.postgresUrl ? { "backend-url": cluster.postgresUrl } : {};
+}
+
 export async function runMainJob(argv: readonly string[]): Promise<void> {
-  const { samples: withSamples = false, "real-node": realNode = false, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" }, "real-node": { type: "boolean" } }, runUsage);
+  const { samples: withSamples = false, "real-node": realNode = false, backend, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" }, "real-node": { type: "boolean" }, backend: { type: "string" } }, runUsage);
   buildToolchain();
   const say = (line: string) => console.error(line);
   const kubeconfig = namedKubeconfig(flags.kubeconfig ?? process.env["KUBECONFIG"], say);
+  const postgres = postgresChosen(backend, kubeconfig ?? flags["backend-url"]);
   let cluster: LocalCluster | undefined;
   if (!kubeconfig) {
-    cluster = await startCluster({ name: `run-${process.pid}`, realNode, log: say });
+    cluster = await startCluster({ name: `run-${process.pid}`, realNode, postgres, log: say });
     // Everything this process starts (the engines among them) sees the same cluster.
     process.env["KUBECONFIG"] = cluster.kubeconfig;
   }
@@ -57,13 +92,8 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   // and takes them along when it stops, so the next run's new cluster starts with no stale state.
   const stateChosen = flags["state-dir"] !== undefined || process.env["APPSTACK_STATE_DIR"] !== undefined;
   const localState = cluster && !stateChosen ? join(cluster.dir, "appstack-state") : undefined;
-  if (cluster) {
-    // The state folder too, so that `npx appstack preview` and `npx appstack stacks` there use this operator's stacks.
-    const stateLine = localState ? `\n  export APPSTACK_STATE_DIR=${localState}` : "";
-    const pluginLine = `\n  export PATH=${installPluginBin(join(cluster.dir, "bin"))}:$PATH`;
-    say(`\nlocal cluster is up; in another terminal (kubectl is the pinned one, with the appstack plugin):\n${shellLines(cluster.kubeconfig)}${stateLine}${pluginLine}\n  kubectl get apps,memcacheds,deployments,pods -A\n  kubectl appstack status -A\n`);
-  }
-  const config = loadConfig({ ...flags, kubeconfig: cluster?.kubeconfig ?? kubeconfig, ...(localState ? { "state-dir": localState } : {}) }, { APPSTACK_LOG_FORMAT: "text", ...process.env });
+  if (cluster) say(clusterHints(cluster, localState));
+  const config = loadConfig({ ...flags, kubeconfig: cluster?.kubeconfig ?? kubeconfig, ...(localState ? { "state-dir": localState } : {}), ...localBackendUrl(cluster) }, { APPSTACK_LOG_FORMAT: "text", ...localPassphrase(cluster), ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });
   try {
     const clients = kubeClients(config.kubeconfig);

@@ -5,6 +5,7 @@ import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
 import { briefError, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
+import { redactKnownSecrets } from "../base/redact.ts";
 
 const repeatWindowMs = 5 * 60_000;
 
@@ -24,7 +25,8 @@ export class EventRecorder {
     this.log = log;
   }
 
-  record(object: Workload, type: EventType, reason: string, message: string): void {
+  record(object: Workload, type: EventType, reason: string, given: string): void {
+    const message = redactKnownSecrets(given);
     const key = `${object.metadata.uid}/${reason}/${message}`;
     const now = Date.now();
     const last = this.recent.get(key);

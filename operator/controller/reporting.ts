@@ -13,6 +13,7 @@ import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { briefError, isNotFound, parseKey, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
+import { redactKnownSecrets } from "../base/redact.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
@@ -150,7 +151,8 @@ export class Reporter {
     const refined = withScheduling(phase, pods);
     // Operation failures record their own Events; a rollout that cannot go on is said here.
     if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
-    const status = computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview });
+    // An error's text may quote the backend URL (Pulumi's do), password included.
+    const status = redactKnownSecrets(computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview }));
     try {
       if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
     } catch (error) {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ParseArgsOptionsConfig } from "node:util";
 import type { Level } from "../base/log.ts";
+import { keepSecretsOf } from "../base/redact.ts";
 import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
 
 export interface OperatorConfig {
@@ -138,7 +139,11 @@ function storage(setting: Setting, env: Env, readOnly: boolean): Pick<OperatorCo
   const stateDir = setting("state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
   if (!readOnly) mkdirSync(stateDir, { recursive: true });
   const givenBackend = setting("backend-url", "APPSTACK_BACKEND_URL");
-  if (givenBackend) return { stateDir, backendUrl: givenBackend, passphrase: passphrase(env, stateDir, false, readOnly) };
+  if (givenBackend) {
+    // Its password never reaches a log line, an Event or a status, however an error quotes it.
+    keepSecretsOf(givenBackend);
+    return { stateDir, backendUrl: givenBackend, passphrase: passphrase(env, stateDir, false, readOnly) };
+  }
   if (!readOnly) mkdirSync(join(stateDir, "backend"), { recursive: true });
   return { stateDir, backendUrl: pathToFileURL(join(stateDir, "backend")).href, passphrase: passphrase(env, stateDir, true, readOnly) };
 }

@@ -1,10 +1,12 @@
-// The file backend's checkpoints, read directly: whether a stack exists, what its state records,
-// and whether it carries pending operations, each known without a Pulumi process.
+// The DIY backends' checkpoints (file and postgres: state-store.ts), read directly: what a stack's
+// state records and whether it carries pending operations, each known without a Pulumi process;
+// for the file backend also whether a stack exists.
 import { join } from "node:path";
 import { childKindOf, type ChildKind } from "../../crds/child-kinds.ts";
 import { fileBackendRoot } from "./engine.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
+import { stateStore, type StateStore } from "./state-store.ts";
 
 /** A child of an object as a stack's state records it. */
 export interface RecordedChild {
@@ -56,10 +58,17 @@ export function childrenIn(resources: readonly StateResource[]): RecordedChild[]
 export class Checkpoints {
   private readonly backendUrl: string;
   private readonly io: StateIo;
+  private readonly store: StateStore | undefined;
 
   constructor(backendUrl: string, io: StateIo) {
     this.backendUrl = backendUrl;
     this.io = io;
+    this.store = stateStore(backendUrl, io);
+  }
+
+  /** The store's key of a stack's checkpoint, without its suffix. */
+  private key(name: string): string {
+    return `.pulumi/stacks/${projectName}/${name}`;
   }
 
   /** Where a file backend keeps a stack's checkpoint (without its suffix); undefined for other backends. */
@@ -74,23 +83,26 @@ export class Checkpoints {
     return false;
   }
 
-  /** Whether the checkpoint `base` records resources (a stack a preview made records none). */
-  async recordsResources(base: string): Promise<boolean> {
-    if (await this.io.exists(`${base}.json.gz`)) return true;
-    const checkpoint = await this.file(base);
-    if (!checkpoint) return false;
+  /** Whether the stack's checkpoint records resources (a stack a preview made records none); undefined where not read directly. */
+  async recordsResources(name: string): Promise<boolean | undefined> {
+    if (!this.store) return undefined;
+    const checkpoint = await this.file(name);
+    if (!checkpoint) return (await this.store.read(`${this.key(name)}.json.gz`)) !== undefined;
     return (checkpoint.latest?.resources ?? []).some((resource) => !resource.type.startsWith("pulumi:"));
   }
 
-  /** The children the checkpoint `base` records; undefined when it is compressed (then only the engine reads it). */
-  async recordedChildren(base: string): Promise<RecordedChild[] | undefined> {
-    if (await this.io.exists(`${base}.json.gz`)) return undefined;
-    return childrenIn((await this.file(base))?.latest?.resources ?? []);
+  /** The children the stack's checkpoint records; undefined when it is not read directly (other backends, a compressed one). */
+  async recordedChildren(name: string): Promise<RecordedChild[] | undefined> {
+    if (!this.store) return undefined;
+    const checkpoint = await this.file(name);
+    if (checkpoint) return childrenIn(checkpoint.latest?.resources ?? []);
+    // Compressed (PULUMI_DIY_BACKEND_GZIP): only the engine reads it.
+    return (await this.store.read(`${this.key(name)}.json.gz`)) === undefined ? [] : undefined;
   }
 
-  /** The file backend's checkpoint, read directly (one read, no check first); undefined when it is absent (or compressed). */
-  async file(base: string): Promise<CheckpointFile["checkpoint"] | undefined> {
-    const text = await this.io.readTextIfAny(`${base}.json`);
+  /** The stack's checkpoint, read directly (one read, no check first); undefined when it is absent (or compressed) or not read directly. */
+  async file(name: string): Promise<CheckpointFile["checkpoint"] | undefined> {
+    const text = await this.store?.read(`${this.key(name)}.json`);
     if (text === undefined) return undefined;
     return parseCheckpoint(text).checkpoint;
   }

@@ -8,12 +8,12 @@
 // stay (what `appstack history` shows), and a removed stack's leftovers go with it. A destroyed
 // stack's history entries are kept aside before its removal (deleted-history.ts). None of this
 // fails an operation: a failure is logged, and pruning is tried again after the next operation.
-import { join } from "node:path";
+// The postgres backend keeps the same blobs under the same keys, as rows (state-store.ts).
 import type { Logger } from "../base/log.ts";
 import { DeletedHistory } from "./deleted-history.ts";
-import { fileBackendRoot } from "./engine.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
+import { stateStore, type StateStore } from "./state-store.ts";
 
 /** Updates kept per stack unless configured (APPSTACK_HISTORY_LIMIT). */
 export const defaultHistoryLimit = 20;
@@ -35,17 +35,15 @@ export function updatesIn(files: readonly string[]): { prefix: string; files: st
 }
 
 export class HistoryRetention {
-  private readonly root: string | undefined;
-  private readonly io: StateIo;
+  private readonly store: StateStore | undefined;
   private readonly log: Logger;
   private readonly deleted: DeletedHistory;
   readonly limit: number;
 
   constructor(backendUrl: string, io: StateIo, log: Logger, limit = defaultHistoryLimit) {
-    this.root = fileBackendRoot(backendUrl);
-    this.io = io;
+    this.store = stateStore(backendUrl, io);
     this.log = log;
-    this.deleted = new DeletedHistory(backendUrl, io);
+    this.deleted = new DeletedHistory(this.store);
     this.limit = limit;
   }
 
@@ -74,29 +72,28 @@ export class HistoryRetention {
 
   /** Removes all but the last `limit` updates of the stack's history, and its backups. Returns the updates removed. */
   async prune(stack: string): Promise<number> {
-    if (!this.root) return 0;
-    const folder = join(this.root, "history", projectName, stack);
-    const files = await this.io.list(folder).catch((error: unknown) => {
-      if ((error as { code?: string }).code === "ENOENT") return [];
-      throw error;
-    });
+    const store = this.store;
+    if (!store) return 0;
+    const folder = `.pulumi/history/${projectName}/${stack}/`;
+    const files = (await store.list(folder)).map((key) => key.slice(folder.length));
     const updates = updatesIn(files);
     const old = updates.slice(0, Math.max(0, updates.length - this.limit));
-    for (const update of old) for (const file of update.files) await this.io.remove(join(folder, file));
+    for (const update of old) for (const file of update.files) await store.remove(folder + file);
     // Written by engines before backups were turned off.
-    await this.io.remove(join(this.root, "backups", projectName, stack), true);
+    await store.removeAll(`.pulumi/backups/${projectName}/${stack}/`);
     return old.length;
   }
 
   /** After `stack rm`: what Pulumi leaves of a removed stack (its last checkpoint as .bak, its backups). */
   async removeLeftovers(stack: string): Promise<void> {
-    if (!this.root) return;
-    const stacks = join(this.root, "stacks", projectName);
+    const store = this.store;
+    if (!store) return;
+    const stacks = `.pulumi/stacks/${projectName}/`;
     for (const suffix of [".json.bak", ".json.gz.bak", ".json.zst.bak"]) {
-      await this.io.remove(join(stacks, `${stack}${suffix}`));
-      await this.io.remove(join(stacks, `${stack}${suffix}.attrs`));
+      await store.remove(`${stacks}${stack}${suffix}`);
+      if (store.attributeFiles) await store.remove(`${stacks}${stack}${suffix}.attrs`);
     }
-    await this.io.remove(join(this.root, "backups", projectName, stack), true);
-    await this.io.remove(join(this.root, "history", projectName, stack), true);
+    await store.removeAll(`.pulumi/backups/${projectName}/${stack}/`);
+    await store.removeAll(`.pulumi/history/${projectName}/${stack}/`);
   }
 }

@@ -17,8 +17,7 @@ export class PendingOperations {
   /** Whether the stack has pending operations, where that is known without a Pulumi process; undefined where not. */
   async known(name: string): Promise<boolean | undefined> {
     if (this.clean.has(name)) return false;
-    const base = this.checkpoints.base(name);
-    const file = base ? await this.checkpoints.file(base) : undefined;
+    const file = await this.checkpoints.file(name);
     if (!file) return undefined;
     if (file.latest?.pending_operations?.length) return true;
     this.clean.add(name);

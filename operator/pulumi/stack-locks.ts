@@ -1,17 +1,17 @@
-// Stale stack locks. The file backend locks a stack with a file naming the process that holds it;
-// when the operator is killed mid-update, that file outlives the process. A lock is broken only
+// Stale stack locks. Pulumi's DIY backends (file, postgres) lock a stack with a blob naming the
+// process that holds it (`.pulumi/locks/<org>/<project>/<stack>/<id>.json`: a file, or a row),
+// with no expiry; when the operator is killed mid-update, that lock outlives the process. A lock is broken only
 // when its holder is provably gone: on this host, when its process no longer runs; on another
 // host (a previous leader's pod), when a HolderCheck proves that host's engines gone. A leader
 // that was frozen (a paused VM, not killed) past its lease may resume its engine at any moment:
 // breaking its lock on the strength of the lease alone would let two engines write one stack.
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { basename, join, relative, sep } from "node:path";
-import { fileBackendRoot } from "./engine.ts";
 import type { HolderCheck, HolderVerdict } from "../base/lock-holders.ts";
 import { processStat } from "../base/procfs.ts";
 import type { Logger } from "../base/log.ts";
-import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
+import type { StateIo } from "./state-io.ts";
+import { stateStore, type StateStore } from "./state-store.ts";
 
 interface LockInfo {
   pid?: number;
@@ -68,30 +68,32 @@ function holderAlive(lock: LockInfo): boolean {
   return Number.isNaN(takenMs) || startedMs === undefined || startedMs <= takenMs + startSlackMs;
 }
 
-/** Every folder holding lock files, up to <org>/<project>/<stack>. */
-async function lockFolders(root: string, io: StateIo): Promise<string[]> {
-  if (!(await io.exists(root))) return [];
-  const found: string[] = [];
-  const walk = async (dir: string, depth: number) => {
-    const entries = await io.listEntries(dir);
-    if (entries.some((entry) => entry.isFile())) found.push(dir);
-    for (const entry of entries) if (entry.isDirectory() && depth < 3) await walk(join(dir, entry.name), depth + 1);
-  };
-  await walk(root, 0);
-  return found;
+const locksPrefix = ".pulumi/locks/";
+
+/** A folder of lock blobs: `<org>/<project>/<stack>` (or `<stack>` in older backends) and the keys of its blobs. */
+interface LockFolder {
+  readonly stack: string;
+  readonly keys: string[];
 }
 
 /** Folders of `project`'s stack locks, all or `stack`'s: <org>/<project>/<stack>, or <stack> in older backends. */
-async function projectLockFolders(backendUrl: string, project: string, io: StateIo, stack?: string): Promise<string[]> {
-  const backend = fileBackendRoot(backendUrl);
-  if (!backend) return [];
-  const root = join(backend, "locks");
-  return (await lockFolders(root, io)).filter((folder) => {
-    const path = relative(root, folder).split(sep);
-    if (path.length === 3) return path[1] === project && (stack === undefined || path[2] === stack);
-    // An older backend's <stack> folder names no project: only a stack asked for by name matches.
-    return path.length === 1 && path[0] === stack;
-  });
+async function projectLockFolders(store: StateStore | undefined, project: string, stack?: string): Promise<LockFolder[]> {
+  if (!store) return [];
+  const folders = new Map<string, LockFolder>();
+  for (const key of await store.list(locksPrefix)) {
+    const path = key.slice(locksPrefix.length).split("/");
+    const folderPath = path.slice(0, -1);
+    const matches = folderPath.length === 3
+      ? folderPath[1] === project && (stack === undefined || folderPath[2] === stack)
+      // An older backend's <stack> folder names no project: only a stack asked for by name matches.
+      : folderPath.length === 1 && folderPath[0] === stack;
+    if (!matches) continue;
+    const name = folderPath.join("/");
+    const folder = folders.get(name) ?? { stack: folderPath.at(-1)!, keys: [] };
+    folder.keys.push(key);
+    folders.set(name, folder);
+  }
+  return [...folders.values()];
 }
 
 function describe(lock: LockInfo): string {
@@ -108,47 +110,50 @@ async function judge(lock: LockInfo, otherHost: HolderCheck | undefined): Promis
 }
 
 /**
- * A lock file's content; an unreadable one (a write the disk cut short) names no holder: as stale
- * as a dead one's. A state folder that does not answer says nothing about it.
+ * A lock's content; an unreadable one (a write the disk cut short) names no holder: as stale as a
+ * dead one's. Undefined when it is gone meanwhile. A store that does not answer throws: that says
+ * nothing about the lock.
  */
-async function readLock(path: string, io: StateIo): Promise<LockInfo> {
+async function readLock(key: string, store: StateStore): Promise<LockInfo | undefined> {
+  const text = await store.read(key);
+  if (text === undefined) return undefined;
   try {
-    return JSON.parse(await io.readText(path)) as LockInfo;
-  } catch (error) {
-    if (error instanceof StateFolderUnanswered) throw error;
+    return JSON.parse(text) as LockInfo;
+  } catch {
     return {};
   }
 }
 
-/** Pulumi writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock. */
-async function removeLock(path: string, io: StateIo): Promise<void> {
-  await io.remove(path);
-  await io.remove(`${path}.attrs`);
+/** Pulumi's file backend writes <id>.json and, beside it, <id>.json.attrs; the attributes go with their lock. */
+async function removeLock(key: string, store: StateStore): Promise<void> {
+  await store.remove(key);
+  if (store.attributeFiles) await store.remove(`${key}.attrs`);
 }
 
 /** Removes a folder's locks whose holder is provably gone; reports why a lock stays. */
-async function breakLocksIn(folder: string, log: Logger, io: StateIo, otherHost: HolderCheck | undefined): Promise<LockSweep> {
-  const files = await io.list(folder);
+async function breakLocksIn(folder: LockFolder, log: Logger, store: StateStore, otherHost: HolderCheck | undefined): Promise<LockSweep> {
+  const keys = folder.keys;
   let removed = false;
-  for (const file of files.filter((f) => !f.endsWith(".attrs"))) {
-    const path = join(folder, file);
-    const lock = await readLock(path, io);
+  for (const key of keys.filter((k) => !k.endsWith(".attrs"))) {
+    const lock = await readLock(key, store);
+    if (!lock) continue;
     const verdict = await judge(lock, otherHost);
     if (!verdict.gone) return { removed, held: `${describe(lock)}: ${verdict.why}` };
-    log.warn("breaking a stale stack lock", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp, why: verdict.why });
-    await removeLock(path, io);
+    log.warn("breaking a stale stack lock", { stack: folder.stack, holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp, why: verdict.why });
+    await removeLock(key, store);
     removed = true;
   }
   // Attributes whose lock is gone (a removal cut short).
-  for (const file of files.filter((f) => f.endsWith(".attrs") && !files.includes(f.slice(0, -".attrs".length)))) await io.remove(join(folder, file));
+  for (const key of keys.filter((k) => k.endsWith(".attrs") && !keys.includes(k.slice(0, -".attrs".length)))) await store.remove(key);
   return { removed };
 }
 
 /** Removes the stale locks of `stack`: `removed` when there was one; `held` says why a lock stays. */
 export async function breakStaleLocks(backendUrl: string, project: string, stack: string, log: Logger, io: StateIo, otherHost?: HolderCheck): Promise<LockSweep> {
+  const store = stateStore(backendUrl, io);
   let removed = false;
-  for (const folder of await projectLockFolders(backendUrl, project, io, stack)) {
-    const sweep = await breakLocksIn(folder, log, io, otherHost);
+  for (const folder of await projectLockFolders(store, project, stack)) {
+    const sweep = await breakLocksIn(folder, log, store!, otherHost);
     removed ||= sweep.removed;
     if (sweep.held) return { removed, held: sweep.held };
   }
@@ -161,11 +166,12 @@ export async function breakStaleLocks(backendUrl: string, project: string, stack
  * further operation. Returns how many stacks it unlocked.
  */
 export async function breakAllStaleLocks(backendUrl: string, project: string, log: Logger, io: StateIo, otherHost?: HolderCheck): Promise<number> {
+  const store = stateStore(backendUrl, io);
   const unlocked = new Set<string>();
   // This host's dead holders first, with no API call: a sweep cut short (a replica exiting on a
   // lost lease) still removes the locks of the engines it has just killed.
   for (const check of [undefined, otherHost]) {
-    for (const folder of await projectLockFolders(backendUrl, project, io)) if ((await breakLocksIn(folder, log, io, check)).removed) unlocked.add(folder);
+    for (const folder of await projectLockFolders(store, project)) if ((await breakLocksIn(folder, log, store!, check)).removed) unlocked.add(folder.keys[0]!.split("/").slice(0, -1).join("/"));
     if (!otherHost) break;
   }
   return unlocked.size;
@@ -181,14 +187,14 @@ export async function breakAllStaleLocks(backendUrl: string, project: string, lo
  * when no comparison of one clock can (peer-pods.ts). Returns how many locks it removed.
  */
 export async function breakLocksOfEarlierContainers(backendUrl: string, project: string, log: Logger, io: StateIo): Promise<number> {
+  const store = stateStore(backendUrl, io);
   let removed = 0;
-  for (const folder of await projectLockFolders(backendUrl, project, io)) {
-    for (const file of (await io.list(folder)).filter((f) => !f.endsWith(".attrs"))) {
-      const path = join(folder, file);
-      const lock = await readLock(path, io);
-      if (lock.hostname !== hostname()) continue;
-      log.warn("breaking a stack lock of an earlier container of this pod's name", { stack: basename(folder), holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
-      await removeLock(path, io);
+  for (const folder of await projectLockFolders(store, project)) {
+    for (const key of folder.keys.filter((k) => !k.endsWith(".attrs"))) {
+      const lock = await readLock(key, store!);
+      if (lock?.hostname !== hostname()) continue;
+      log.warn("breaking a stack lock of an earlier container of this pod's name", { stack: folder.stack, holderPid: lock.pid, holderHost: lock.hostname, since: lock.timestamp });
+      await removeLock(key, store!);
       removed++;
     }
   }

@@ -175,8 +175,7 @@ export class StackDriver {
    */
   recordedChildren(name: string): Promise<RecordedChild[]> {
     return this.deadlines.answered("up", async () => {
-      const base = this.checkpoints.base(name);
-      const recorded = base ? await this.checkpoints.recordedChildren(base) : undefined;
+      const recorded = await this.checkpoints.recordedChildren(name);
       if (recorded) return recorded;
       const stack = await this.selection.existing(name);
       if (!stack) return [];
@@ -264,9 +263,7 @@ export class StackDriver {
    * backend's checkpoint is read directly; for other backends, whether the stack exists.
    */
   async hasResources(name: string): Promise<boolean> {
-    const base = this.checkpoints.base(name);
-    if (!base) return this.exists(name);
-    return this.checkpoints.recordsResources(base);
+    return (await this.checkpoints.recordsResources(name)) ?? this.exists(name);
   }
 
   /**

@@ -4,17 +4,16 @@
 // between the two leaves an empty `.attrs`, and every later read of the blob fails with "failed
 // to load checkpoint: EOF" (seen in the kill test: a deleted App never finalized). fileblob reads
 // a missing attributes file as "no attributes", so an unreadable one is removed; the blob itself
-// is untouched.
-import { join } from "node:path";
-import { fileBackendRoot } from "./engine.ts";
+// is untouched. The postgres backend writes a blob as one row (one statement): nothing to tear.
 import type { Logger } from "../base/log.ts";
 import { StateFolderUnanswered, type StateIo } from "./state-io.ts";
+import { stateStore, type StateStore } from "./state-store.ts";
 
 /** Whether the file is there and unreadable; a state folder that does not answer is no answer. */
-async function torn(path: string, io: StateIo): Promise<boolean> {
+async function torn(key: string, store: StateStore): Promise<boolean> {
   let text: string | undefined;
   try {
-    text = await io.readTextIfAny(path);
+    text = await store.read(key);
   } catch (error) {
     if (error instanceof StateFolderUnanswered) throw error;
     return true;
@@ -33,20 +32,19 @@ async function torn(path: string, io: StateIo): Promise<boolean> {
  * stack of `project`, and of the backend's metadata; returns how many it removed.
  */
 export async function repairTornAttributes(backendUrl: string, project: string, log: Logger, io: StateIo, stack?: string): Promise<number> {
-  const root = fileBackendRoot(backendUrl);
-  if (!root) return 0;
-  const stacks = join(root, "stacks", project);
-  const candidates = [join(root, "meta.yaml.attrs")];
-  if (await io.exists(stacks)) {
-    for (const file of await io.list(stacks)) {
-      if (file.endsWith(".attrs") && (stack === undefined || file.startsWith(`${stack}.json`))) candidates.push(join(stacks, file));
-    }
+  const store = stateStore(backendUrl, io);
+  if (!store?.attributeFiles) return 0;
+  const stacks = `.pulumi/stacks/${project}/`;
+  const candidates = [".pulumi/meta.yaml.attrs"];
+  for (const key of await store.list(stacks)) {
+    const file = key.slice(stacks.length);
+    if (!file.includes("/") && file.endsWith(".attrs") && (stack === undefined || file.startsWith(`${stack}.json`))) candidates.push(key);
   }
   let removed = 0;
-  for (const path of candidates) {
-    if (!(await torn(path, io))) continue;
-    log.warn("removing a torn attributes file left by a killed engine", { file: path });
-    await io.remove(path);
+  for (const key of candidates) {
+    if (!(await torn(key, store))) continue;
+    log.warn("removing a torn attributes file left by a killed engine", { file: `${store.description}/${key}` });
+    await store.remove(key);
     removed++;
   }
   return removed;

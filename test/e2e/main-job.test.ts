@@ -7,7 +7,7 @@
 // for it (a job that stops quickly would already be gone, and the second Ctrl-C would race it).
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, test } from "node:test";
@@ -26,7 +26,7 @@ after(() => rmSync(home, { recursive: true, force: true }));
 
 /** The export lines the main job printed for a second terminal. */
 function shellExports(printed: string): string {
-  return printed.split("\n").filter((line) => /^\s+export (KUBECONFIG|PATH|APPSTACK_STATE_DIR)=/.test(line)).join("\n");
+  return printed.split("\n").filter((line) => /^\s+export (KUBECONFIG|PATH|APPSTACK_STATE_DIR|APPSTACK_BACKEND_URL)=/.test(line)).join("\n");
 }
 
 /** The second terminal, on a PATH with no kubectl of its own: the printed exports, then a command. */
@@ -42,12 +42,12 @@ interface Run {
   readonly exited: Promise<{ code: number | null; printed: string }>;
 }
 
-function startMainJob(kubeconfig?: string): Run {
+function startMainJob(kubeconfig?: string, ...flags: string[]): Run {
   const env: Record<string, string | undefined> = { ...process.env, XDG_STATE_HOME: home, APPSTACK_HEALTH_ADDR: "127.0.0.1:0", APPSTACK_LOG_FORMAT: "json", KUBECONFIG: kubeconfig };
   if (!kubeconfig) delete env["KUBECONFIG"];
   delete env["APPSTACK_STATE_DIR"];
   // Its own process group, as a shell gives a foreground job.
-  const child = spawn("npm", ["start", "--", "--samples"], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"], detached: true });
+  const child = spawn("npm", ["start", "--", "--samples", ...flags], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"], detached: true });
   let output = "";
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   return {
@@ -112,13 +112,18 @@ test("the main job with --samples, as a newcomer runs it twice: kubectl and kube
   assert.doesNotMatch(printed, /second signal/);
   await assertNothingLeft(kubeconfig);
 
-  // The same terminal still exports the first run's kubeconfig.
-  const second = startMainJob(kubeconfig);
+  // The same terminal still exports the first run's kubeconfig. This time the stacks are kept in a
+  // PostgreSQL server beside the local cluster (docs/state-backends.md).
+  const second = startMainJob(kubeconfig, "--backend", "postgres");
   try {
     const fresh = await samplesReady(second);
     assert.notEqual(fresh, kubeconfig);
     assert.match(second.output(), /which has stopped; starting a new local cluster/);
+    assert.match(second.output(), /postgres:\/\/appstack:\*\*\*@127\.0\.0\.1/);
     kubeconfig = fresh;
+    // The printed lines name the database (from a file: the password is never printed) for the plugin.
+    assert.match(shell(second.output(), "kubectl appstack history app/hello"), /update succeeded\s+1\s+created/);
+    assert.ok(!second.output().includes(new URL(readFileSync(join(dirname(kubeconfig), "postgres-url"), "utf8")).password), "the main job printed the database's password");
     // An operation in flight that cannot finish: the engine's update of the Deployment is held.
     const hold = await holdWrites({ kubeconfig, dir: dirname(kubeconfig) }, "deployments", "UPDATE", "default", "hello", new RegExp(`^${fieldManager}$`));
     await new Workloads(kubeconfig).mergeSpec("App", "default", "hello", { replicas: 3 });

@@ -17,6 +17,7 @@ import { UsageError } from "../../operator/cmd/flags.ts";
 import { HistoryRetention, updatesIn } from "../../operator/pulumi/history-retention.ts";
 import { DeletedHistory } from "../../operator/pulumi/deleted-history.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
+import { stateStore } from "../../operator/pulumi/state-store.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { driftField, parseUpdateMessage, updateMessage } from "../../operator/pulumi/update-messages.ts";
 
@@ -183,7 +184,7 @@ test("a destroyed stack's history entries are kept aside (no checkpoint copies),
     };
     entry("app.default.web", "999999999", 100, "created");
     entry("app.default.web", "1000000000", 100, "deleted");
-    const kept = new DeletedHistory(pathToFileURL(backend).href, new StateIo(10_000), 2);
+    const kept = new DeletedHistory(stateStore(pathToFileURL(backend).href, new StateIo(10_000)), 2);
     await kept.archive("app.default.web", 1_000);
     const found = await kept.latest("app.default.web");
     assert.equal(found?.deletedAt.toISOString(), new Date(1_000).toISOString());

@@ -40,6 +40,18 @@ test("on the state volume, the operator's Deployment is recreated on upgrade; wi
   assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:PersistentVolumeClaim" && r.name === "shared-state"));
 });
 
+test("a postgres:// backend URL: the operator reads it from the Secret (never a plain value of the Deployment), no state volume, replicas allowed", async () => {
+  const url = "postgres://appstack:s3cret@db.example:5432/appstack?sslmode=require";
+  const onPostgres = new install.AppstackInstall("pg", { passphrase: "p", backendUrl: url, replicas: 2 });
+  const spec = (await inputsOf(onPostgres, "kubernetes:apps/v1:Deployment", "pg-operator"))["spec"] as DeploymentSpec & { template: { spec: { volumes: unknown[] } } };
+  assert.equal(spec.replicas, 2);
+  const env = spec.template.spec.containers[0]?.env as { name: string; value?: string; valueFrom?: { secretKeyRef?: { key: string } } }[];
+  assert.deepEqual(env.find((e) => e.name === "APPSTACK_BACKEND_URL")?.valueFrom?.secretKeyRef?.key, "backendUrl");
+  assert.ok(!JSON.stringify(spec).includes("s3cret"), "the URL's password is not in the Deployment");
+  assert.deepEqual(spec.template.spec.volumes, [{ name: "state", emptyDir: {} }]);
+  assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:PersistentVolumeClaim" && r.name === "pg-state"));
+});
+
 test("more than one replica on the state volume is refused, with what to set instead", () => {
   assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs appstack:backendUrl: the default file backend lives on a ReadWriteOnce volume/);
   assert.throws(() => new install.AppstackInstall("none", { passphrase: "p", replicas: 0 }), /appstack:replicas must be a positive integer, not 0/);

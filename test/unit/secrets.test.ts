@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { operatorEnvironment } from "../../components/install.ts";
-import { redactUrl } from "../../operator/base/redact.ts";
+import { createLogger } from "../../operator/base/log.ts";
+import { keepSecretsOf, redactKnownSecrets, redactUrl } from "../../operator/base/redact.ts";
 
 test("a backend URL is logged without its credentials", () => {
   assert.equal(redactUrl("postgres://appstack:s3cr3t@db:5432/state"), "postgres://appstack:***@db:5432/state");
@@ -11,6 +12,16 @@ test("a backend URL is logged without its credentials", () => {
   assert.equal(redactUrl("azblob://state?storage_account=acct&sas_token=sv%3D2024"), "azblob://state?storage_account=acct&sas_token=***");
   assert.equal(redactUrl("file:///var/lib/appstack/backend"), "file:///var/lib/appstack/backend");
   assert.equal(redactUrl("not a url with secrets"), "***");
+});
+
+test("the backend URL's password, once known, is out of every log line and reported text, however an error quotes it (Pulumi's quote the URL as given)", () => {
+  keepSecretsOf("postgres://appstack:Cp%2FRHp78UWqy@127.0.0.1:24819/postgres?sslmode=disable");
+  const pulumiError = 'error: unable to open state database "postgres://appstack:Cp%2FRHp78UWqy@127.0.0.1:24819/postgres": failed to ping PostgreSQL (password Cp/RHp78UWqy)';
+  const lines: string[] = [];
+  createLogger({ write: (line) => lines.push(line) }).error("reconcile failed", { error: pulumiError });
+  createLogger({ format: "text", write: (line) => lines.push(line) }).error(pulumiError);
+  for (const line of lines) assert.ok(!line.includes("RHp78UWqy"), line);
+  assert.deepEqual(redactKnownSecrets({ conditions: [{ message: pulumiError }] }), { conditions: [{ message: 'error: unable to open state database "postgres://appstack:***@127.0.0.1:24819/postgres": failed to ping PostgreSQL (password ***)' }] });
 });
 
 test("the installed operator reads the backend URL and the passphrase from its Secret, never from a plain value", () => {

@@ -11,6 +11,7 @@ import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, wait
 import { createClusterPki, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
 import { isOurs, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
+import { startClusterPostgres, stopPostgresProcess } from "./postgres.ts";
 import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
 
 const clusterDirPrefix = "appstack-cluster-";
@@ -30,6 +31,8 @@ export interface ClusterState {
 }
 
 export interface LocalCluster extends ClusterState {
+  /** With ClusterOptions.postgres: the server's `postgres://` URL (its password included; also in <dir>/postgres-url, mode 0600). */
+  readonly postgresUrl?: string | undefined;
   stop(): Promise<void>;
   /** Stops the API server and starts it again (every watch drops); resolves once it serves again. */
   restartApiServer(): Promise<void>;
@@ -44,6 +47,8 @@ export interface ClusterOptions {
    * provisioner): pods run, Services answer, claims bind. One such cluster per machine at a time.
    */
   readonly realNode?: boolean;
+  /** A PostgreSQL server beside etcd (postgres.ts), for Pulumi's `postgres://` backend; stopped with the cluster. */
+  readonly postgres?: boolean;
   /** Keep running after this process exits (the `cluster up` command). */
   readonly detached?: boolean;
   /** On SIGINT or SIGTERM, kill the cluster and exit (tests, benchmarks: nothing else to drain). */
@@ -154,6 +159,7 @@ export async function stopClusterAt(dir: string): Promise<void> {
   if (state?.realNode) killNodeWorkloads(state.realNode);
   await stopComponents(named(["containerd"]), dir);
   for (const names of [["kube-apiserver"], ["etcd"]]) await stopComponents(named(names), dir);
+  for (const server of named(["postgres"])) await stopPostgresProcess(server, dir);
   // Only now: the API server listens on the node's bridge address, and without it would wait out its grace period.
   if (state?.realNode) removeNodeLeftovers(state.realNode, dir);
   rmSync(dir, { recursive: true, force: true });
@@ -247,12 +253,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     process.off("exit", onExit);
   };
 
+  let postgresUrl: string | undefined;
   try {
     const pki = writeCredentials(state, apiserverAddress, args.apiserver);
     saveState(state);
 
     log(`cluster ${name}: starting etcd on 127.0.0.1:${etcdClient}`);
     await waitForEtcd(launch("etcd", "etcd", args.etcd), etcdClient, dir);
+    if (options.postgres) postgresUrl = await startClusterPostgres(dir, launchBinary, (line) => log(`cluster ${name}: ${line}`));
     log(`cluster ${name}: starting kube-apiserver on ${server}`);
     await waitForApiServer(launch("kube-apiserver", "kube-apiserver", args.apiserver), state.kubeconfig, dir);
     log(`cluster ${name}: starting controller-manager, scheduler and kwok`);
@@ -277,7 +285,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     saveState(state);
     await waitForApiServer(fresh, state.kubeconfig, dir);
   };
-  return { ...state, stop, restartApiServer };
+  return { ...state, stop, restartApiServer, postgresUrl };
 }
 
 export function runningClusters(): ClusterState[] {

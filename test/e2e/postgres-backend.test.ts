@@ -1,0 +1,208 @@
+// The stacks on a real PostgreSQL server through Pulumi's own `postgres://` DIY backend: one
+// local cluster and one server (toolchain/cluster/postgres.ts) for the file. What the operator
+// reads and repairs in the backend directly (state-store.ts: locks, checkpoints, history) works
+// there as on files. Results come from the API server, and from Pulumi's table itself.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { promisify } from "node:util";
+import pg from "pg";
+import type { HistoryRow } from "../../operator/cmd/history-cli.ts";
+import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { eventsOf, eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { disposeOperator, httpGet, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+
+const namespace = "default";
+const scratch = mkdtempSync(join(tmpdir(), "appstack-postgres-test-"));
+let postgres: PostgresServer | undefined;
+const operators: OperatorProcess[] = [];
+let workloads: Workloads;
+
+const cluster = useCluster(
+  async ({ cluster: local }) => {
+    postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line) });
+    workloads = new Workloads(local.kubeconfig);
+  },
+  async () => {
+    for (const operator of operators) await disposeOperator(operator).catch(() => undefined);
+    // The server's data is in the scratch folder: removed only once the server has stopped.
+    await postgres?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  },
+);
+
+const server = () => postgres!;
+const singleEnv = () => ({ APPSTACK_BACKEND_URL: server().url, APPSTACK_LEADER_ELECT: "false" });
+
+async function startOperator(env: Record<string, string>, stateDir?: string): Promise<OperatorProcess> {
+  const operator = await startOperatorProcess(cluster().cluster.kubeconfig, { env, ...(stateDir ? { stateDir } : {}) });
+  operators.push(operator);
+  return operator;
+}
+
+/** Pulumi's keys in its table (prefixed with the URL's path, the database name). */
+async function keys(prefix: string): Promise<string[]> {
+  const rows = await server().query<{ key: string }>("SELECT key FROM pulumi_state WHERE key LIKE $1 ORDER BY key", [`postgres/${prefix}%`]);
+  return rows.map((row) => row.key);
+}
+
+/** The lock rows of one stack (`app.default.<name>`), or of every stack. */
+const lockRows = async (app?: string) => (await keys(".pulumi/locks/")).filter((key) => app === undefined || key.includes(`/app.default.${app}/`));
+const stackRows = async (stack: string) => (await keys(".pulumi/")).filter((key) => key.includes(`/${stack}`));
+
+const app = (name: string, spec: Record<string, unknown>) => ({ kind: "App" as const, metadata: { name, namespace }, spec });
+const deployment = (name: string) => orUndefined(() => cluster().apps.readNamespacedDeployment({ name, namespace }));
+const service = (name: string) => orUndefined(() => cluster().core.readNamespacedService({ name, namespace }));
+
+test("an App created, updated and deleted on the postgres backend: children on the API server, rows in Pulumi's table, `appstack history` after the delete", async () => {
+  const operator = await startOperator(singleEnv());
+  await workloads.create(app("pg-web", { image: "nginx:1.27", replicas: 2, port: 80 }));
+  await workloads.ready("App", namespace, "pg-web");
+  assert.equal((await deployment("pg-web"))?.spec?.replicas, 2);
+  assert.equal((await service("pg-web"))?.spec?.ports?.[0]?.port, 80);
+  assert.ok((await keys(".pulumi/stacks/appstack/")).includes("postgres/.pulumi/stacks/appstack/app.default.pg-web.json"), "the stack is a row of Pulumi's table");
+
+  await workloads.mergeSpec("App", namespace, "pg-web", { image: "nginx:1.28" });
+  await eventually("the new image applied", async () => ((await deployment("pg-web"))?.spec?.template.spec?.containers[0]?.image === "nginx:1.28" ? true : undefined));
+  await workloads.ready("App", namespace, "pg-web");
+
+  await workloads.delete("App", namespace, "pg-web");
+  await workloads.gone("App", namespace, "pg-web");
+  assert.equal(await deployment("pg-web"), undefined);
+  assert.equal(await service("pg-web"), undefined);
+  assert.deepEqual(await stackRows("app.default.pg-web"), [], "nothing of the stack left under .pulumi/: checkpoint, backup, history");
+  assert.deepEqual(await lockRows(), []);
+
+  // The destroyed stack's history was kept aside (deleted-history/ rows) and is read from there.
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(repoRoot, "operator/cmd/cli.ts"), "history", "app/pg-web", "-n", namespace, "-o", "json"], {
+    env: { ...process.env, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator.stateDir, APPSTACK_BACKEND_URL: server().url, APPSTACK_PASSPHRASE: "e2e-passphrase" },
+    timeout: 120_000,
+  });
+  assert.match(stderr, /was deleted at .*these rows were kept from its history/);
+  const rows = JSON.parse(stdout) as HistoryRow[];
+  assert.deepEqual(rows.map((row) => row.operation), ["update", "update", "destroy"]);
+  assert.ok((await keys("deleted-history/")).some((key) => key.includes("-app.default.pg-web/")));
+  await operator.stop();
+});
+
+test("on postgres too, a user's Service that took a deleted child's name is never deleted through the stack's state", async () => {
+  const names = ["pg-taken-up", "pg-taken-destroy"];
+  let operator = await startOperator(singleEnv());
+  for (const name of names) await workloads.create(app(name, { image: "nginx:1.27", replicas: 1, port: 80 }));
+  for (const name of names) await workloads.ready("App", namespace, name);
+  // With the operator stopped, nothing repairs the deleted Services before the user's take their names.
+  await operator.stop();
+  const theirs = new Map<string, string>();
+  for (const name of names) {
+    await cluster().core.deleteNamespacedService({ name, namespace });
+    await eventually(`Service ${name} to be gone`, async () => ((await service(name)) ? undefined : true));
+    const created = await cluster().core.createNamespacedService({ namespace, body: { metadata: { name, labels: { owner: "dba" } }, spec: { selector: { app: "db" }, ports: [{ port: 5432 }] } } });
+    theirs.set(name, created.metadata!.uid!);
+  }
+  for (const name of names) await workloads.mergeSpec("App", namespace, name, { port: null });
+  await workloads.delete("App", namespace, "pg-taken-destroy");
+  operator = await startOperator(singleEnv(), operator.stateDir);
+
+  await workloads.ready("App", namespace, "pg-taken-up");
+  await workloads.gone("App", namespace, "pg-taken-destroy");
+  for (const name of names) {
+    const event = await eventWithReason(cluster().core, namespace, name, "ForeignResourceDropped");
+    assert.match(event.message ?? "", new RegExp(`Service default/${name} \\(not created by appstack\\) took the name`));
+    assert.equal((await service(name))?.metadata?.uid, theirs.get(name), `the user's Service ${name} is still there`);
+  }
+  assert.equal(await deployment("pg-taken-destroy"), undefined, "the App's own child went with it");
+  await workloads.delete("App", namespace, "pg-taken-up");
+  await workloads.gone("App", namespace, "pg-taken-up");
+  assert.equal((await service("pg-taken-up"))?.metadata?.uid, theirs.get("pg-taken-up"));
+  for (const name of names) await cluster().core.deleteNamespacedService({ name, namespace });
+  await operator.stop();
+});
+
+test("an operator SIGKILLed mid-update leaves its lock row; the restarted one breaks it (holder gone on this host) and converges, no lock row left", async () => {
+  const local = cluster().cluster;
+  let operator = await startOperator(singleEnv());
+  const creating = await holdWrites(local, "deployments", "CREATE", namespace, "pg-crashy");
+  try {
+    await workloads.create(app("pg-crashy", { image: "nginx:1.27", replicas: 2, port: 80 }));
+    await creating.held;
+    await operator.stop("SIGKILL");
+    assert.equal((await lockRows("pg-crashy")).length, 1, "the killed engine's lock is a row of the table");
+  } finally {
+    await creating.release();
+  }
+  operator = await startOperator(singleEnv(), operator.stateDir);
+  const ready = await workloads.ready("App", namespace, "pg-crashy");
+  assert.equal(ready.status?.readyReplicas, 2);
+  assert.equal((await deployment("pg-crashy"))?.status?.readyReplicas, 2);
+  assert.deepEqual(await lockRows(), []);
+  await workloads.delete("App", namespace, "pg-crashy");
+  await workloads.gone("App", namespace, "pg-crashy");
+  await operator.stop();
+});
+
+const leads = async (operator: OperatorProcess) => metricValue(await httpGet(operator.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_leader") === 1;
+
+test("a leader and a standby on one postgres backend (each its own state folder): the leader killed mid-update, the standby takes over and the App converges", async () => {
+  const local = cluster().cluster;
+  const env = { APPSTACK_BACKEND_URL: server().url };
+  const pair = [await startOperator(env), await startOperator(env)];
+  const { leader, standby } = await eventually("one leader and one standby", async () => {
+    const flags = await Promise.all(pair.map(leads));
+    const leader = pair[flags.indexOf(true)];
+    return flags.filter(Boolean).length === 1 && leader ? { leader, standby: pair.find((o) => o !== leader)! } : undefined;
+  });
+  const creating = await holdWrites(local, "deployments", "CREATE", namespace, "pg-failover");
+  try {
+    await workloads.create(app("pg-failover", { image: "nginx:1.27", replicas: 1, port: 80 }));
+    await creating.held;
+    await leader.stop("SIGKILL");
+    assert.equal((await lockRows("pg-failover")).length, 1, "the killed leader's lock is a row of the table");
+  } finally {
+    await creating.release();
+  }
+  await eventually("the standby to take over", async () => ((await leads(standby)) ? true : undefined));
+  await workloads.mergeSpec("App", namespace, "pg-failover", { image: "nginx:1.28" });
+  await eventually("the change made after the kill applied", async () => ((await deployment("pg-failover"))?.spec?.template.spec?.containers[0]?.image === "nginx:1.28" ? true : undefined), 120_000);
+  const ready = await workloads.ready("App", namespace, "pg-failover");
+  assert.equal(ready.status?.readyReplicas, 1);
+  assert.equal((await service("pg-failover"))?.spec?.ports?.[0]?.port, 80);
+  assert.deepEqual(await lockRows(), []);
+});
+
+test("the database's password changed under a running operator: the App says the backend refused, converges once it is back, and no log line, Event or status carries the password (Pulumi's error quotes the URL)", async () => {
+  const password = new URL(server().url).password;
+  const operator = await startOperator(singleEnv());
+  await workloads.create(app("pg-rotated", { image: "nginx:1.27", replicas: 1 }));
+  await workloads.ready("App", namespace, "pg-rotated");
+  // One connection of the test's own, opened before the change, to change it back.
+  const admin = new pg.Client({ connectionString: server().url, query_timeout: 15_000 });
+  await admin.connect();
+  try {
+    await admin.query("ALTER ROLE appstack PASSWORD 'rotated-by-the-test'");
+    await workloads.mergeSpec("App", namespace, "pg-rotated", { image: "nginx:1.28" });
+    await eventually("the App to say the backend refused", async () => {
+      const ready = (await workloads.get("App", namespace, "pg-rotated")).status?.conditions?.find((c) => c.type === "Ready");
+      return ready?.status === "False" && /password authentication failed/.test(ready.message ?? "") ? true : undefined;
+    });
+    const refused = (await workloads.get("App", namespace, "pg-rotated")).status;
+    const events = await eventsOf(cluster().core, namespace, "pg-rotated");
+    assert.ok(events.some((event) => /password authentication failed/.test(event.message ?? "")), "an Event says why");
+    for (const [what, text] of [["the status", JSON.stringify(refused)], ["the Events", JSON.stringify(events)], ["the log", readFileSync(operator.logFile, "utf8")]] as const) {
+      assert.ok(!text.includes(password), `${what} carries the password`);
+    }
+  } finally {
+    // base64url: nothing to escape; ALTER ROLE takes no parameters.
+    await admin.query(`ALTER ROLE appstack PASSWORD '${password}'`);
+    await admin.end();
+  }
+  await eventually("the new image applied once the password is back", async () => ((await deployment("pg-rotated"))?.spec?.template.spec?.containers[0]?.image === "nginx:1.28" ? true : undefined), 120_000);
+  await workloads.ready("App", namespace, "pg-rotated");
+  await workloads.delete("App", namespace, "pg-rotated");
+  await workloads.gone("App", namespace, "pg-rotated");
+  await operator.stop();
+});
