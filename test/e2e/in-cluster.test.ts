@@ -17,7 +17,8 @@ import { buildImages } from "../../toolchain/images/build.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { httpGet, memcachedStats, podMemory } from "../helpers/pod-probes.ts";
+import { httpGet } from "../helpers/http.ts";
+import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { counterTotal, Workloads } from "../helpers/operator.ts";
 import { podFirstPassDone, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
 
