@@ -40,4 +40,8 @@ ENV PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
     APPSTACK_CACHE_DIR=/nonexistent \
     NODE_ENV=production
 USER 65532:65532
+# The build's version, reported as appstack_build_info{version} (empty: package.json's). Last, so
+# that builds which differ only in it share every other layer.
+ARG APPSTACK_VERSION=
+ENV APPSTACK_VERSION=${APPSTACK_VERSION}
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "operator/cmd/main.ts"]
