@@ -92,7 +92,3 @@ export function importImage(containerdSocket: string, archivePath: string): void
   run("ctr", ["--address", containerdSocket, "--namespace", "k8s.io", "images", "import", archivePath]);
 }
 
-/** A second name for an image already in a real node's containerd: the same content, found by the kubelet under either. */
-export function tagNodeImage(containerdSocket: string, source: string, target: string): void {
-  run("ctr", ["--address", containerdSocket, "--namespace", "k8s.io", "images", "tag", source, target]);
-}
