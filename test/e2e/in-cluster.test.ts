@@ -200,8 +200,12 @@ test("six Apps created at once at the install's parallelism (3): all Ready, then
   const memory = podMemory(operatorPod, cluster!.realNode!.cgroupRoot);
   assert.ok(memory, "the operator pod's memory cgroup");
   figure(`operator pod memory (cgroup) after the six Apps: ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak (page cache included)`);
-  const [status] = (await core.readNamespacedPod({ name: operatorPod.metadata!.name!, namespace: operatorNamespace })).status?.containerStatuses ?? [];
-  assert.equal(status?.restartCount, 0, "not killed for its memory limit");
+  const pod = await core.readNamespacedPod({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+  assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0, "not killed for its memory limit");
+  // The install's default request (components/install.ts) is sized from this peak: it must still cover it.
+  const request = pod.spec?.containers[0]?.resources?.requests?.["memory"] ?? "";
+  assert.match(request, /^\d+Mi$/);
+  assert.ok(memory.peak < parseInt(request, 10), `peak ${memory.peak.toFixed(0)} MiB above the request ${request}`);
 });
 
 test("the operator pod deleted while an App change is in flight: it stops within its grace, the new pod applies the change", { skip, timeout: 600_000 }, async () => {
