@@ -59,7 +59,11 @@ function pulumi(args: string[], timeoutMs = 600_000): Promise<{ code: number; ou
         PULUMI_HOME: join(stateDir, "home"),
         PULUMI_CONFIG_PASSPHRASE: "in-cluster-test",
       },
-    }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}` }));
+    }, (error, stdout, stderr) => {
+      // How it ended when it failed (an exit code, a signal, a spawn error), beside what it printed.
+      const ending = error ? `\n[${error.message.split("\n")[0]}; signal ${error.signal ?? "none"}]` : "";
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}${ending}` });
+    });
   });
 }
 
