@@ -28,7 +28,7 @@ FROM ${NODE_IMAGE}
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+RUN npm ci --omit=dev --omit=optional --ignore-scripts && npm cache clean --force
 COPY . .
 COPY --from=toolchain /out/ /usr/local/bin/
 # A passwd entry (and a home) for 65532: the pulumi CLI looks its user up by uid when it creates a
@@ -40,4 +40,8 @@ ENV PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true \
     APPSTACK_CACHE_DIR=/nonexistent \
     NODE_ENV=production
 USER 65532:65532
+# The build's version, reported as appstack_build_info{version} (empty: package.json's). Last, so
+# that builds which differ only in it share every other layer.
+ARG APPSTACK_VERSION=
+ENV APPSTACK_VERSION=${APPSTACK_VERSION}
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "operator/cmd/main.ts"]

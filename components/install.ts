@@ -35,14 +35,15 @@ const healthPort = 8081;
 export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
 
 /**
- * Measured at the default parallelism of 3 (2026-11, a busy 2-core machine): the operator with its
- * engines and providers peaked at 434 MiB proportional set size (the sum of their RSS, 650-900 MiB,
- * counts shared pages once per process; the cgroup charges them once). The request covers that
- * peak; the limit leaves room for larger stacks rather than kill an engine mid-update (its stack
- * then stays locked until the next leader recovers it). No CPU limit: an engine keeps a core busy
- * while it runs, and throttling would only stretch operations towards their deadlines.
+ * Sized from a measured peak (2026-11-25, at 2c3ab66, test/e2e/in-cluster.test.ts): the operator pod
+ * on a real node at the default parallelism of 3, six Apps created at once then deleted at once (three
+ * engines at once), peaked at 339 MiB in its memory cgroup (page cache included: what a limit
+ * counts), 115 MiB idle. The request is that peak with half again as headroom (512 MiB); the limit,
+ * three times it (1 GiB), leaves room for larger stacks than those Apps rather than kill an engine
+ * mid-update (its stack then stays locked until the next leader recovers it). No CPU limit: an engine
+ * keeps a core busy while it runs, and throttling would only stretch operations towards their deadlines.
  */
-export const defaultResources = { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "2Gi" } };
+export const defaultResources = { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } };
 
 /** Exactly the verbs the operator uses, per resource. */
 export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.PolicyRule[] {

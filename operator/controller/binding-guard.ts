@@ -33,6 +33,8 @@ export class BindingGuard {
   private readonly clients: KubeClients;
   private readonly binding: string | undefined;
   private readonly log: Logger;
+  /** Namespaces whose last release failed. */
+  private readonly owed = new Set<string>();
 
   /** `binding`: the name of the operator's RoleBinding in each watched namespace; undefined (a cluster-wide install, or none) guards nothing. */
   constructor(clients: KubeClients, binding: string | undefined, log: Logger, rbac?: RbacAuthorizationV1Api) {
@@ -61,10 +63,28 @@ export class BindingGuard {
     });
   }
 
-  /** Lets the namespace's binding go once no appstack object in it carries the operator's finalizer. */
+  /**
+   * Lets the namespace's binding go once no appstack object in it carries the operator's finalizer.
+   * A release that fails is owed (`releaseOwed`) until one succeeds.
+   */
   async releaseIfUnused(namespace: string): Promise<void> {
     const binding = this.binding;
     if (!binding) return;
+    try {
+      await this.release(namespace, binding);
+      this.owed.delete(namespace);
+    } catch (error) {
+      this.owed.add(namespace);
+      throw error;
+    }
+  }
+
+  /** Whether the last release in `namespace` failed: the next reconcile of a gone object there tries it again (a restart tries them all). */
+  releaseOwed(namespace: string): boolean {
+    return this.owed.has(namespace);
+  }
+
+  private async release(namespace: string, binding: string): Promise<void> {
     await this.inTurn(namespace, async () => {
       const index = (await this.read(namespace, binding))?.metadata?.finalizers?.indexOf(bindingFinalizer) ?? -1;
       if (index < 0 || (await this.anyFinalized(namespace))) return;

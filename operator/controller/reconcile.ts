@@ -91,7 +91,8 @@ export class Reconciler {
     const cached = this.deps.watcher.workload(kind, namespace, name);
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
-      await this.deps.bindingGuard.releaseIfUnused(namespace);
+      // Only then: every event of a gone object's children (its pods going) lands here too.
+      if (this.deps.bindingGuard.releaseOwed(namespace)) await this.deps.bindingGuard.releaseIfUnused(namespace);
       // Gone without our finalizer running (removed by hand): the children go with their
       // ownerReferences; the stack state must not linger in the backend. Forgetting is for good,
       // so the cache's word is checked with the API server first.
@@ -99,6 +100,8 @@ export class Reconciler {
       if (await readWorkload(this.deps.clients, objectKey)) return { outcome: "requeued", requeueAfterMs: busyRetryMs };
       this.deps.log.warn("object deleted without its finalizer; removing its stack state", { object: key, stack });
       await this.deps.driver.forget(stack);
+      // It had the operator's finalizer (its stack exists), removed by hand: it may have been the last to hold the binding.
+      await this.deps.bindingGuard.releaseIfUnused(namespace);
       return { outcome: "forgotten" };
     }
     const claim = `${namespace}/${name}`;

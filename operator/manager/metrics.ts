@@ -2,6 +2,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { errorReason } from "../controller/errors.ts";
 import type { HandlerResult } from "../controller/queue.ts";
+import { buildVersion } from "./build-info.ts";
 
 const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -33,6 +34,8 @@ export class OperatorMetrics {
         for (const [namespace, unavailable] of namespaces()) this.set({ namespace }, unavailable ? 1 : 0);
       },
     });
+    new Gauge({ name: "appstack_build_info", help: "Always 1; its labels say which build runs: the operator's version (the image's, APPSTACK_VERSION) and Node.js's.", labelNames: ["version", "node_version"], registers: [this.registry] })
+      .set({ version: buildVersion(), node_version: process.version }, 1);
     collectDefaultMetrics({ register: this.registry, prefix: "appstack_process_" });
   }
 

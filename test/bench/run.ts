@@ -13,7 +13,8 @@ import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
-import { counterTotal, httpGet } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
+import { counterTotal } from "../helpers/operator.ts";
 import { driftRound, type DriftRound } from "./drift.ts";
 import { cliTimes, previewRound, type CliTimes, type PreviewRound } from "./previews.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
@@ -67,7 +68,7 @@ const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } a
 
 /** The operator's metrics; empty for the baseline, which has none. */
 async function scrape(metricsPort: number | undefined): Promise<string> {
-  return metricsPort ? (await httpGet(metricsPort, "/metrics")).body : "";
+  return metricsPort ? (await httpGet(`http://127.0.0.1:${metricsPort}/metrics`)).body : "";
 }
 
 /** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
@@ -129,7 +130,7 @@ function setImage(clients: KubeClients, namespace: string, image: string): (name
 /** Until the operator's `/readyz` answers 200 (leading, caches synced). */
 async function untilReady(port: number): Promise<void> {
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
-    if ((await httpGet(port, "/readyz").catch(() => undefined))?.status === 200) return;
+    if ((await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200) return;
   }
   throw new Error("the operator was not ready within 120 s");
 }

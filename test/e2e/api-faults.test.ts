@@ -16,7 +16,8 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { FaultProxy, kubeconfigThrough } from "../helpers/fault-proxy.ts";
-import { disposeOperator, firstPassDone, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, firstPassDone, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 
 const namespace = "default";
@@ -39,9 +40,9 @@ async function startReplica(name: string, stateDir?: string, env?: Record<string
   return replica;
 }
 
-const leading = async (replica: Replica) => metricValue(await httpGet(replica.operator.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_leader");
-const readyz = async (replica: Replica) => (await httpGet(replica.operator.healthPort, "/readyz").catch(() => ({ status: 0 }))).status;
-const leaseCallErrors = async (replica: Replica) => metricValue(await httpGet(replica.operator.healthPort, "/metrics").then((r) => r.body), "appstack_leader_lease_calls_total", { result: "error" }) ?? 0;
+const leading = async (replica: Replica) => metricValue(await httpGet(`http://127.0.0.1:${replica.operator.healthPort}/metrics`).then((r) => r.body, () => ""), "appstack_leader");
+const readyz = async (replica: Replica) => (await httpGet(`http://127.0.0.1:${replica.operator.healthPort}/readyz`).catch(() => ({ status: 0 }))).status;
+const leaseCallErrors = async (replica: Replica) => metricValue(await httpGet(`http://127.0.0.1:${replica.operator.healthPort}/metrics`).then((r) => r.body), "appstack_leader_lease_calls_total", { result: "error" }) ?? 0;
 
 /** Resolves once `replica` has made `count` more failed lease calls than `since`: the fault reached its elector. */
 async function leaseCallsFailed(replica: Replica, since: number, count: number): Promise<void> {

@@ -11,7 +11,8 @@ import { test } from "node:test";
 import type { WorkloadKind } from "../../crds/types.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
-import { counterTotal, disposeOperator, httpGet, lockFiles, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { counterTotal, disposeOperator, lockFiles, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
 import { seedFrom } from "../helpers/random.ts";
 
@@ -67,7 +68,7 @@ test(`churn: ${objects} objects under random creates, changes, scales, deletes a
   operator = await startOperatorProcess(kubeconfig);
   const sampler = new ProcessTreeSampler(operator.child.pid!);
   sampler.start(1_000);
-  await eventually("the operator to serve", async () => ((await httpGet(operator!.healthPort, "/readyz")).status === 200 ? true : undefined));
+  await eventually("the operator to serve", async () => ((await httpGet(`http://127.0.0.1:${operator!.healthPort}/readyz`)).status === 200 ? true : undefined));
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   const startKiB = sampler.rootKiB;
 
@@ -130,7 +131,7 @@ test(`churn: ${objects} objects under random creates, changes, scales, deletes a
 
   await assertConverged(workloads, live, deleted, operator.stateDir);
 
-  const metrics = (await httpGet(operator.healthPort, "/metrics")).body;
+  const metrics = (await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`)).body;
   sampler.stop();
   console.error(`churn: operator RSS start ${mib(startKiB)}, peak ${mib(sampler.peakRootKiB)}, end ${mib(sampler.rootKiB)}; with its engines peak ${mib(sampler.peakTreeKiB)}; ${counterTotal(metrics, "appstack_pulumi_operations_total")} Pulumi operations`);
   assert.equal(operator.child.exitCode, null, "the operator exited");

@@ -12,7 +12,8 @@ import { commandLine, processIds } from "../../operator/base/procfs.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventsOf, eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { checkpointPath, disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { checkpointPath, disposeOperator, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 import { processesUnder } from "../helpers/proctree.ts";
 
 let operator: OperatorProcess | undefined;
@@ -42,7 +43,7 @@ test("an operation past its deadline is cancelled, its stack unlocked, the objec
   // Nothing of the cancelled operation is left: no engine, no lock on the stack. Looked at once
   // nothing runs (the retry comes 20 s later).
   await eventually("the queue to be quiet", async () => {
-    const metrics = (await httpGet(operator!.healthPort, "/metrics")).body;
+    const metrics = (await httpGet(`http://127.0.0.1:${operator!.healthPort}/metrics`)).body;
     return metricValue(metrics, "appstack_queue_active") === 0 && metricValue(metrics, "appstack_pulumi_operations_running") === 0 ? true : undefined;
   });
   assert.deepEqual(processesUnder(operator!.child.pid!, "pulumi"), []);

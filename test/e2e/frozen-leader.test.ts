@@ -13,7 +13,8 @@ import { readFileSync } from "node:fs";
 import { after, test } from "node:test";
 import { eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 import { processesUnder } from "../helpers/proctree.ts";
 
 const namespace = "default";
@@ -36,7 +37,7 @@ async function startReplica(hostname: string, stateDir?: string): Promise<Operat
   return replica;
 }
 
-const leads = async (replica: OperatorProcess) => (metricValue(await httpGet(replica.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_leader") === 1 ? true : undefined);
+const leads = async (replica: OperatorProcess) => (metricValue(await httpGet(`http://127.0.0.1:${replica.healthPort}/metrics`).then((r) => r.body, () => ""), "appstack_leader") === 1 ? true : undefined);
 
 /** The whole tree of a replica: its process group first, so that nothing new starts meanwhile, then its plugins (groups of their own). */
 function signalTree(replica: OperatorProcess, signal: "SIGSTOP" | "SIGCONT" | "SIGKILL"): void {
@@ -61,7 +62,7 @@ async function stackLocked(workloads: Workloads, name: string, holder: string): 
 
 /** How many reconciles of the replica found a stack locked by another engine. */
 async function lockedReconciles(replica: OperatorProcess): Promise<number> {
-  return metricValue((await httpGet(replica.healthPort, "/metrics")).body, "appstack_reconcile_total", { kind: "App", result: "locked" }) ?? 0;
+  return metricValue((await httpGet(`http://127.0.0.1:${replica.healthPort}/metrics`)).body, "appstack_reconcile_total", { kind: "App", result: "locked" }) ?? 0;
 }
 
 async function appliedBy(workloads: Workloads, name: string): Promise<void> {

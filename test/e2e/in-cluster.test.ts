@@ -11,15 +11,16 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
-import { loadImage, tagImage } from "../../toolchain/cluster/node.ts";
+import { loadImage } from "../../toolchain/cluster/node.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { httpGet, memcachedStats, podMemory } from "../helpers/pod-probes.ts";
-import { counterTotal, Workloads } from "../helpers/operator.ts";
-import { podFirstPassDone, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
+import { httpGet } from "../helpers/http.ts";
+import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
+import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
+import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
 
 const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
 const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
@@ -58,7 +59,11 @@ function pulumi(args: string[], timeoutMs = 600_000): Promise<{ code: number; ou
         PULUMI_HOME: join(stateDir, "home"),
         PULUMI_CONFIG_PASSPHRASE: "in-cluster-test",
       },
-    }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}` }));
+    }, (error, stdout, stderr) => {
+      // How it ended when it failed (an exit code, a signal, a spawn error), beside what it printed.
+      const ending = error ? `\n[${error.message.split("\n")[0]}; signal ${error.signal ?? "none"}]` : "";
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}${ending}` });
+    });
   });
 }
 
@@ -168,6 +173,45 @@ test("a Memcached of the memcached image: Ready, `stats` answers through its Ser
   if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
 });
 
+const loadApps = Array.from({ length: 6 }, (_, index) => `load-${index}`);
+
+test("six Apps created at once at the install's parallelism (3): all Ready, then all deleted; the operator pod's memory peak (its cgroup) measured", { skip, timeout: 900_000 }, async () => {
+  const started = Date.now();
+  let mostRunning = 0;
+  let loading = true;
+  // How many engines ran at once, from the pod's own gauge, while the load lasts.
+  const sampling = (async () => {
+    while (loading) {
+      const running = metricValue(await podMetrics(operatorPod).catch(() => ""), "appstack_pulumi_operations_running") ?? 0;
+      mostRunning = Math.max(mostRunning, running);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  })();
+  try {
+    await Promise.all(loadApps.map((name) => workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } })));
+    await Promise.all(loadApps.map((name) => workloads.ready("App", namespace, name, waitMs)));
+    figure(`six Apps created at once: all Ready in ${secondsSince(started)} s`);
+    const deleting = Date.now();
+    await Promise.all(loadApps.map((name) => workloads.delete("App", namespace, name)));
+    await Promise.all(loadApps.map((name) => workloads.gone("App", namespace, name, waitMs)));
+    figure(`six Apps deleted at once: all gone in ${secondsSince(deleting)} s`);
+  } finally {
+    loading = false;
+    await sampling;
+  }
+  figure(`most Pulumi operations running at once: ${mostRunning}`);
+  assert.ok(mostRunning <= 3, `${mostRunning} engines at once at parallelism 3`);
+  const memory = podMemory(operatorPod, cluster!.realNode!.cgroupRoot);
+  assert.ok(memory, "the operator pod's memory cgroup");
+  figure(`operator pod memory (cgroup) after the six Apps: ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak (page cache included)`);
+  const pod = await core.readNamespacedPod({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+  assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0, "not killed for its memory limit");
+  // The install's default request (components/install.ts) is sized from this peak: it must still cover it.
+  const request = pod.spec?.containers[0]?.resources?.requests?.["memory"] ?? "";
+  assert.match(request, /^\d+Mi$/);
+  assert.ok(memory.peak < parseInt(request, 10), `peak ${memory.peak.toFixed(0)} MiB above the request ${request}`);
+});
+
 test("the operator pod deleted while an App change is in flight: it stops within its grace, the new pod applies the change", { skip, timeout: 600_000 }, async () => {
   // The old pod's engine is inside its update (the Deployment's patch held at admission) when the pod is deleted.
   const hold = await holdWrites(cluster!, "deployments", "UPDATE", namespace, "web", /^appstack$/);
@@ -214,6 +258,43 @@ test("the operator pod deleted while an App change is in flight: it stops within
   assert.equal(deployment.spec?.replicas, 3);
 });
 
+/** SIGKILL to the operator container's init (tini): the container dies with its engines, the kubelet restarts it in the same pod. */
+function killOperatorContainer(pod: V1Pod): void {
+  const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "") ?? "";
+  assert.ok(id, "the operator container's id");
+  execFileSync("ctr", ["--address", cluster!.realNode!.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id], { timeout: 30_000 });
+}
+
+test("the default install's operator container killed while an App change is in flight: the kubelet restarts it, the held change is applied", { skip, timeout: 600_000 }, async () => {
+  // Its engine holds the stack's lock, inside the update (the Deployment's patch held), when the container is killed.
+  const hold = await holdWrites(cluster!, "deployments", "UPDATE", namespace, "web", /^appstack$/);
+  const name = operatorPod.metadata!.name!;
+  try {
+    await workloads.mergeSpec("App", namespace, "web", { replicas: 4 });
+    await hold.held;
+    killOperatorContainer(operatorPod);
+    operatorPod = await eventually("the operator container restarted and Ready", async () => {
+      const pod = await core.readNamespacedPod({ name, namespace: operatorNamespace });
+      return (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && isReady(pod) ? pod : undefined;
+    }, 120_000);
+  } finally {
+    await hold.release();
+  }
+  const app = await workloads.ready("App", namespace, "web", waitMs);
+  assert.equal(app.status?.observedGeneration, app.metadata.generation);
+  assert.equal((await apps.readNamespacedDeployment({ name: "web", namespace })).spec?.replicas, 4);
+  await eventually("four web pods Ready", async () => {
+    const current = (await podsOf(namespace, "app.kubernetes.io/instance=web")).filter((pod) => !pod.metadata?.deletionTimestamp);
+    return current.length === 4 && current.every(isReady) ? true : undefined;
+  }, 60_000);
+  // The same pod, its container started again: the new container broke the lock its pod's name left.
+  assert.equal(operatorPod.metadata?.name, name);
+  assert.equal(operatorPod.status?.containerStatuses?.[0]?.restartCount, 1);
+  const logs = await core.readNamespacedPodLog({ name, namespace: operatorNamespace });
+  assert.match(logs, /"msg":"breaking a stack lock of an earlier container of this pod's name"[^\n]*"stack":"[^"]*web/, logs);
+  assert.ok(!JSON.stringify(app.status?.conditions).includes("StackLocked"), JSON.stringify(app.status?.conditions));
+});
+
 const upgraded = [["App", "web"], ["Memcached", "cache"]] as const;
 
 /** What must not move in an upgrade: each object's readiness and generations, its Deployment, its pods, its stack's updates. */
@@ -234,31 +315,41 @@ function settled(stateFolder: string) {
   }));
 }
 
-/** The old operator pod gone; the new one runs the new tag (the same image content), Ready and never restarted. */
+/** The old operator pod gone; the new one runs the new build's image, Ready and never restarted. */
 async function assertReplaced(old: V1Pod, pod: V1Pod): Promise<void> {
   await assert.rejects(core.readNamespacedPod({ name: old.metadata!.name!, namespace: operatorNamespace }), isNotFound);
   assert.equal(pod.spec?.containers[0]?.image, "appstack:0.1.1");
   const [status] = pod.status?.containerStatuses ?? [];
   assert.ok(status?.ready && status.state?.running, JSON.stringify(status));
   assert.equal(status.restartCount, 0, JSON.stringify(status));
-  // The same content under its second name: the kubelet found the tag in the node (nothing pulled).
-  // containerd reports an image by content, under the first of its names (status.image stays 0.1.0).
-  assert.equal(status.imageID, old.status?.containerStatuses?.[0]?.imageID);
+  assert.equal(status.image, "docker.io/library/appstack:0.1.1");
+  // Another image (another content), not a second name of the old one.
   assert.match(status.imageID ?? "", /sha256:[0-9a-f]{64}$/);
+  assert.notEqual(status.imageID, old.status?.containerStatuses?.[0]?.imageID);
 }
 
-test("an upgrade to a new image tag (`pulumi up` with appstack:image=appstack:0.1.1): the pod recreated on it, every object still Ready, nothing applied again", { skip, timeout: 600_000 }, async () => {
+const buildInfo = (metrics: string) => /^appstack_build_info\{version="([^"]*)"/m.exec(metrics)?.[1];
+
+test("an upgrade to another build (an image of APPSTACK_VERSION 0.1.1, `pulumi up` with appstack:image=appstack:0.1.1): the pod recreated on it, every object still Ready, nothing applied again", { skip, timeout: 900_000 }, async () => {
   // The pod of the test before has been through both objects: what it would apply is applied.
-  await podFirstPassDone(operatorPod, upgraded.length);
+  const oldMetrics = await podFirstPassDone(operatorPod, upgraded.length);
+  assert.equal(buildInfo(oldMetrics), "0.1.0", oldMetrics);
   const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
   const stateFolder = volumeHostPath(await core.readPersistentVolume({ name: claim.spec!.volumeName! }));
   const before = await settled(stateFolder);
   for (const object of before) assert.ok(object.ready === "True" && object.updates >= 1 && object.pods.length >= 2, JSON.stringify(object));
 
+  // The second build differs from the first in its last layer (APPSTACK_VERSION); the rest comes from the layer cache.
+  let started = Date.now();
+  const [second] = await buildImages(() => undefined, { version: "0.1.1", only: ["operator"] });
+  figure(`second operator build (0.1.1) in ${secondsSince(started)} s`);
+  started = Date.now();
+  loadImage(cluster!, second!.archive);
+  figure(`second operator image loaded into the node in ${secondsSince(started)} s`);
+
   const old = operatorPod;
-  tagImage(cluster!, "docker.io/library/appstack:0.1.0", "docker.io/library/appstack:0.1.1");
   await pulumiOk("config", "set", "appstack:image", "appstack:0.1.1", "--stack", stack);
-  const started = Date.now();
+  started = Date.now();
   await pulumiOk("up", "--yes", "--skip-preview", "--stack", stack);
   const deployment = await apps.readNamespacedDeployment({ name: "appstack-operator", namespace: operatorNamespace });
   assert.equal(deployment.spec?.template.spec?.containers[0]?.image, "appstack:0.1.1");
@@ -270,10 +361,11 @@ test("an upgrade to a new image tag (`pulumi up` with appstack:image=appstack:0.
     const [pod] = pods;
     return pods.length === 1 && pod && isReady(pod) ? pod : undefined;
   }, waitMs);
-  figure(`upgrade to a new tag: pulumi up to the new operator pod Ready ${secondsSince(started)} s`);
+  figure(`upgrade to another build: pulumi up to the new operator pod Ready ${secondsSince(started)} s`);
   await assertReplaced(old, operatorPod);
 
   const metrics = await podFirstPassDone(operatorPod, upgraded.length);
+  assert.equal(buildInfo(metrics), "0.1.1", metrics);
   assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
   assert.deepEqual(await settled(stateFolder), before);
   const logs = await core.readNamespacedPodLog({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
@@ -308,14 +400,7 @@ test("after the objects are deleted, `pulumi destroy` leaves nothing: namespace,
   await eventually("no persistent volume left", async () => ((await core.listPersistentVolume()).items.length === 0 ? true : undefined), 120_000);
 });
 
-/** SIGKILL to the operator container's init (tini): the container dies with its engines, the kubelet restarts it in the same pod. */
-function killOperatorContainer(pod: V1Pod): void {
-  const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "") ?? "";
-  assert.ok(id, "the operator container's id");
-  execFileSync("ctr", ["--address", cluster!.realNode!.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id], { timeout: 30_000 });
-}
-
-test("a watchNamespaces install: a killed container's stack lock is recovered, and deleting the watched namespace with an App in it completes", { skip, timeout: 900_000 }, async () => {
+test("a watchNamespaces install: a new pod recovers the stack lock of a killed pod (gone), and deleting the watched namespace with an App in it completes", { skip, timeout: 900_000 }, async () => {
   const watched = "watched";
   await core.createNamespace({ body: { metadata: { name: watched } } });
   await pulumiOk("config", "set", "--path", "appstack:watchNamespaces[0]", watched, "--stack", stack);
@@ -329,25 +414,39 @@ test("a watchNamespaces install: a killed container's stack lock is recovered, a
   await workloads.create({ kind: "App", metadata: { name: "scoped", namespace: watched }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } });
   await workloads.ready("App", watched, "scoped", waitMs);
 
-  // The container killed while its engine holds the stack's lock (the Deployment's patch held).
+  // The old pod killed (its container SIGKILLed, then the pod force-deleted) while its engine holds
+  // the stack's lock inside an update (the Deployment's patch held): the lock names a pod that is gone.
   const hold = await holdWrites(cluster!, "deployments", "UPDATE", watched, "scoped", /^appstack$/);
+  const old = operatorPod.metadata!.name!;
   try {
     await workloads.mergeSpec("App", watched, "scoped", { replicas: 2 });
     await hold.held;
     killOperatorContainer(operatorPod);
-    await eventually("the operator container restarted", async () => {
-      const pod = await core.readNamespacedPod({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
-      return (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? pod : undefined;
-    }, 120_000);
+    await core.deleteNamespacedPod({ name: old, namespace: operatorNamespace, gracePeriodSeconds: 0 });
   } finally {
     await hold.release();
   }
+  const recovering = Date.now();
+  operatorPod = await eventually("a new scoped operator pod Ready", async () => {
+    const [pod] = (await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator")).filter((p) => !p.metadata?.deletionTimestamp && p.metadata?.name !== old);
+    return pod && isReady(pod) ? pod : undefined;
+  }, waitMs);
   const app = await workloads.ready("App", watched, "scoped", waitMs);
+  figure(`scoped install, pod killed mid-update: the App Ready with the change ${secondsSince(recovering)} s after the force delete`);
   assert.equal((app.spec as { replicas?: number }).replicas, 2);
+  assert.equal(app.status?.observedGeneration, app.metadata.generation);
+  assert.ok(!JSON.stringify(app.status?.conditions).includes("StackLocked"), JSON.stringify(app.status?.conditions));
+  assert.equal((await apps.readNamespacedDeployment({ name: "scoped", namespace: watched })).spec?.replicas, 2);
   await eventually("two scoped pods Ready", async () => {
     const current = (await podsOf(watched, "app.kubernetes.io/instance=scoped")).filter((pod) => !pod.metadata?.deletionTimestamp);
     return current.length === 2 && current.every(isReady) ? true : undefined;
   }, 60_000);
+  // The new pod broke the old one's lock on the peer-pod check (a get of the pod, in the operator's namespace).
+  assert.equal(operatorPod.status?.containerStatuses?.[0]?.restartCount, 0);
+  const logs = await core.readNamespacedPodLog({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
+  const broken = logs.split("\n").find((line) => line.includes('"msg":"breaking a stale stack lock"') && line.includes(`"holderHost":"${old}"`));
+  assert.ok(broken, logs);
+  assert.match(broken, new RegExp(`"why":"pod ${operatorNamespace}/${old} no longer exists"`));
 
   const deleting = Date.now();
   await core.deleteNamespace({ name: watched });

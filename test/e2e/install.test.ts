@@ -15,7 +15,8 @@ import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { checkpointPath, disposeOperator, httpGet, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { checkpointPath, disposeOperator, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 
 const cluster = useCluster();
@@ -177,7 +178,7 @@ test("a namespace-scoped install: deleting a watched namespace with an App in it
     assert.ok(bindingDeleting.deleting, "the binding went before the App");
     // Destroyed with the binding's rights, not forgotten for want of them.
     assert.ok(!existsSync(checkpointPath(first.stateDir, "App", "tenant-a", "doomed")), "the App's stack is still in the state");
-    const metrics = (await httpGet(restarted.healthPort, "/metrics")).body;
+    const metrics = (await httpGet(`http://127.0.0.1:${restarted.healthPort}/metrics`)).body;
     assert.equal(metricValue(metrics, "appstack_pulumi_operations_total", { operation: "destroy", result: "succeeded" }), 1);
     assert.equal(metricValue(metrics, "appstack_reconcile_total", { kind: "App", result: "forgotten" }), undefined);
   } finally {
@@ -199,11 +200,11 @@ test("a namespace-scoped install: a watched namespace that is gone holds neither
   // A short sync deadline, so that an operator that waits for tenant-a's caches exits within the wait below.
   // Short watches, so that a running operator meets the 403 of a namespace deleted under it soon (below).
   const operator = await startOperatorProcess(scoped.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS: "20", APPSTACK_WATCH_TIMEOUT_SECONDS: "5" }, installApi: false });
-  const metric = async (namespace: string) => metricValue((await httpGet(operator.healthPort, "/metrics")).body, "appstack_watched_namespace_unavailable", { namespace });
+  const metric = async (namespace: string) => metricValue((await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`)).body, "appstack_watched_namespace_unavailable", { namespace });
   try {
     // Started (the gauge is set once the caches synced on the leader) with tenant-a unreadable.
     await eventually("the operator to start with tenant-a unavailable", async () => ((await metric("tenant-a")) === 1 ? true : undefined), 30_000);
-    assert.equal((await httpGet(operator.healthPort, "/readyz")).status, 200);
+    assert.equal((await httpGet(`http://127.0.0.1:${operator.healthPort}/readyz`)).status, 200);
     await workloads.create({ kind: "App", metadata: { name: "present", namespace: "tenant-b" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
     await workloads.ready("App", "tenant-b", "present");
     assert.equal(await metric("tenant-b"), 0);

@@ -12,7 +12,8 @@ import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { seedFrom } from "../helpers/random.ts";
-import { checkpointPath, disposeOperator, firstPassDone, httpGet, lockFiles, metricValue, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { checkpointPath, disposeOperator, firstPassDone, lockFiles, metricValue, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 
 const kills = Number(process.env["APPSTACK_KILLS"] ?? "20");
 const namespace = "default";
@@ -68,7 +69,7 @@ test(`${kills} SIGKILLs at random moments of up, destroy, refresh and preview: e
     operator = await startOperatorProcess(kubeconfig, { stateDir: operator?.stateDir, env });
     for (let n = 1 + Math.floor(next() * 3); n > 0; n--) await pick(live.size > 4 ? actions : [create])();
     // The kill lands at a random point of an operation: once one runs (if one comes within 8 s).
-    const running = async () => metricValue(await httpGet(operator!.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_pulumi_operations_running") ?? 0;
+    const running = async () => metricValue(await httpGet(`http://127.0.0.1:${operator!.healthPort}/metrics`).then((r) => r.body, () => ""), "appstack_pulumi_operations_running") ?? 0;
     await eventually("an operation to run", async () => ((await running()) > 0 ? true : undefined), 8_000).catch(() => undefined);
     await new Promise((resolve) => setTimeout(resolve, next() * 1_500));
     if ((await running()) > 0) duringOperation++;

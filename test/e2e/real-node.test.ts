@@ -14,7 +14,7 @@ import { reapAbandonedClusters, startCluster, type LocalCluster } from "../../to
 import type { RealNodeState } from "../../toolchain/cluster/node.ts";
 import { storageClassName } from "../../toolchain/cluster/node-storage.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
-import { httpGet } from "../helpers/pod-probes.ts";
+import { httpGet } from "../helpers/http.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { processesMentioning } from "../helpers/proctree.ts";

@@ -14,7 +14,8 @@ import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { disposeOperator, httpGet as get, lockFiles, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, lockFiles, metricValue as metric, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet as get } from "../helpers/http.ts";
 
 const replicas: OperatorProcess[] = [];
 const cluster = useCluster(undefined, async () => {
@@ -35,11 +36,11 @@ test("one of two replicas leads and reconciles; the other takes over when it die
   const byPort = new Map([[ports[0]!, first], [ports[1]!, second]]);
 
   // Both become ready: the leader once its caches are synced, the standby once it knows the leader.
-  for (const port of ports) await eventually(`/readyz on ${port}`, async () => ((await get(port, "/readyz")).status === 200 ? true : undefined));
-  for (const port of ports) assert.equal((await get(port, "/healthz")).status, 200);
+  for (const port of ports) await eventually(`/readyz on ${port}`, async () => ((await get(`http://127.0.0.1:${port}/readyz`)).status === 200 ? true : undefined));
+  for (const port of ports) assert.equal((await get(`http://127.0.0.1:${port}/healthz`)).status, 200);
   const leaderPort = await eventually("one leader", async () => {
     const leading = [];
-    for (const port of ports) if (metric((await get(port, "/metrics")).body, "appstack_leader") === 1) leading.push(port);
+    for (const port of ports) if (metric((await get(`http://127.0.0.1:${port}/metrics`)).body, "appstack_leader") === 1) leading.push(port);
     return leading.length === 1 ? leading[0] : undefined;
   });
   const standbyPort = ports.find((p) => p !== leaderPort)!;
@@ -48,19 +49,19 @@ test("one of two replicas leads and reconciles; the other takes over when it die
 
   await workloads.create({ kind: "App", metadata: { name: "led", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } });
   await workloads.ready("App", "default", "led");
-  const leaderMetrics = (await get(leaderPort, "/metrics")).body;
+  const leaderMetrics = (await get(`http://127.0.0.1:${leaderPort}/metrics`)).body;
   assert.ok((metric(leaderMetrics, 'appstack_pulumi_operations_total{operation="up",result="succeeded"}') ?? 0) >= 1);
   assert.ok((metric(leaderMetrics, 'appstack_reconcile_total{kind="App",result="success"}') ?? 0) >= 1);
   assert.match(leaderMetrics, /appstack_queue_depth \d+/);
   assert.match(leaderMetrics, /appstack_last_successful_sync_timestamp_seconds \d/);
-  const standbyMetrics = (await get(standbyPort, "/metrics")).body;
+  const standbyMetrics = (await get(`http://127.0.0.1:${standbyPort}/metrics`)).body;
   assert.equal(metric(standbyMetrics, "appstack_leader"), 0);
   assert.equal(metric(standbyMetrics, 'appstack_pulumi_operations_total{operation="up",result="succeeded"}'), undefined);
 
   // The leader dies without a word; the lease expires and the standby takes over.
   const killedAt = Date.now();
   await byPort.get(leaderPort)!.stop("SIGKILL");
-  await eventually("the standby to lead", async () => (metric((await get(standbyPort, "/metrics")).body, "appstack_leader") === 1 ? true : undefined), 60_000);
+  await eventually("the standby to lead", async () => (metric((await get(`http://127.0.0.1:${standbyPort}/metrics`)).body, "appstack_leader") === 1 ? true : undefined), 60_000);
   console.error(`standby took over ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the leader was killed`);
   await workloads.create({ kind: "App", metadata: { name: "after-failover", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } });
   await workloads.ready("App", "default", "after-failover");
@@ -88,14 +89,14 @@ test("a leader stopped mid-operation renews its lease until the operation is ove
   const leases = loadKubeConfig(kubeconfig).makeApiClient(CoordinationV1Api);
   const readLease = () => leases.readNamespacedLease({ name: "appstack-operator", namespace: "default" });
   const workloads = new Workloads(kubeconfig);
-  const leads = async (replica: OperatorProcess) => metric((await get(replica.healthPort, "/metrics")).body, "appstack_leader") === 1;
+  const leads = async (replica: OperatorProcess) => metric((await get(`http://127.0.0.1:${replica.healthPort}/metrics`)).body, "appstack_leader") === 1;
   // The default grace (60 s), longer than the lease (15 s). On the first test's state, which has its objects' stacks.
   const leader = await startOperatorProcess(kubeconfig, replicas[0] ? { stateDir: replicas[0].stateDir } : {});
   replicas.push(leader);
   await eventually("the first replica to lead", async () => ((await leads(leader)) ? true : undefined), 60_000);
   const standby = await startOperatorProcess(kubeconfig, { stateDir: leader.stateDir });
   replicas.push(standby);
-  await eventually("the standby to be ready", async () => ((await get(standby.healthPort, "/readyz")).status === 200 ? true : undefined));
+  await eventually("the standby to be ready", async () => ((await get(`http://127.0.0.1:${standby.healthPort}/readyz`)).status === 200 ? true : undefined));
   const holder = (await readLease()).spec?.holderIdentity;
   assert.ok(holder);
 
@@ -146,7 +147,7 @@ test("a replica starting in a pod breaks the stack locks naming that pod, an ear
   replicas.push(restarted);
   await eventually("the earlier container's lock to be broken", async () => (lockFiles(stateDir).length === 0 ? true : undefined));
   assert.equal(logged(restarted, "breaking a stack lock of an earlier container of this pod's name").length, 1);
-  await eventually("the restarted replica to be ready", async () => ((await get(restarted.healthPort, "/readyz")).status === 200 ? true : undefined));
+  await eventually("the restarted replica to be ready", async () => ((await get(`http://127.0.0.1:${restarted.healthPort}/readyz`)).status === 200 ? true : undefined));
 });
 
 /**
@@ -206,7 +207,7 @@ test("a leader whose caches cannot sync releases the lease and exits naming what
     const failing = logLines(stopped).some((line) => line.msg === "watch failed; restarting" && line.watch === "/api/v1/pods");
     return failing && (await holder())?.startsWith("stops_") ? true : undefined;
   });
-  assert.equal((await get(stopped.healthPort, "/readyz")).status, 503);
+  assert.equal((await get(`http://127.0.0.1:${stopped.healthPort}/readyz`)).status, 503);
   const signalledAt = Date.now();
   await stopped.stop("SIGTERM");
   const stopSeconds = (Date.now() - signalledAt) / 1000;

@@ -15,7 +15,8 @@ import type { App, Workload, WorkloadKind } from "../../crds/types.ts";
 import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { injectEnv } from "../helpers/inject.ts";
-import { counterTotal, disposeOperator, httpGet, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { counterTotal, disposeOperator, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 import { jsonPatch, mergePatch } from "../../operator/kube/clients.ts";
 
@@ -161,7 +162,7 @@ async function addedAndRemoved() {
   });
   // Two resyncs over the settled objects: no repair (a loop over defaults or the restart would start Pulumi).
   const quiet = await watchOperator(operator!, async () => {
-    const resyncs = async () => counterTotal((await httpGet(operator!.healthPort, "/metrics")).body, "appstack_resync_total");
+    const resyncs = async () => counterTotal((await httpGet(`http://127.0.0.1:${operator!.healthPort}/metrics`)).body, "appstack_resync_total");
     const start = await resyncs();
     await eventually("two resyncs", async () => ((await resyncs()) >= start + 2 ? true : undefined));
   });
@@ -389,7 +390,7 @@ test("a reconcile that fails outside Pulumi is logged, counted by reason and sho
   assert.notEqual(reason, "InternalError");
   const logged = readFileSync(operator!.logFile, "utf8").split("\n").filter((line) => line.includes('"reconcile failed"') && line.includes("App/default/muzzled"));
   assert.ok(logged.length >= 1 && /refused by the test/.test(logged[0]!), "the failure must be logged with the object and the error");
-  const metrics = (await httpGet(operator!.healthPort, "/metrics")).body;
+  const metrics = (await httpGet(`http://127.0.0.1:${operator!.healthPort}/metrics`)).body;
   assert.ok((metricValue(metrics, "appstack_reconcile_errors_total", { kind: "App", reason }) ?? 0) >= 1, metrics.split("\n").filter((l) => l.includes("errors_total")).join("\n"));
   await admission.deleteValidatingAdmissionPolicyBinding({ name: "muzzle" });
   await admission.deleteValidatingAdmissionPolicy({ name: "muzzle" });

@@ -8,7 +8,7 @@ import type { WorkloadKind } from "../../crds/types.ts";
 import { projectName, stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually } from "./cluster.ts";
 import { counterTotal, metricValue } from "./operator.ts";
-import { httpGet } from "./pod-probes.ts";
+import { httpGet } from "./http.ts";
 
 /** The install's health port (components/install.ts), where /metrics is served. */
 const healthPort = 8081;

@@ -15,6 +15,7 @@ import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
+import { httpGet } from "./http.ts";
 import { ProcessTreeSampler } from "./proctree.ts";
 
 export interface OperatorProcess {
@@ -211,11 +212,6 @@ export function metricValue(body: string, name: string, labels: Record<string, s
   return line === undefined ? undefined : Number(line.split(" ").at(-1));
 }
 
-export async function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`);
-  return { status: response.status, body: await response.text() };
-}
-
 export interface CliResult {
   readonly status: number | null;
   readonly stdout: string;
@@ -257,8 +253,8 @@ export function counterTotal(body: string, name: string): number {
  */
 export async function firstPassDone(operator: OperatorProcess, objects: number, timeoutMs = 180_000): Promise<void> {
   await eventually("the operator's first pass over every object", async () => {
-    if ((await httpGet(operator.healthPort, "/readyz")).status !== 200) return undefined;
-    const metrics = (await httpGet(operator.healthPort, "/metrics")).body;
+    if ((await httpGet(`http://127.0.0.1:${operator.healthPort}/readyz`)).status !== 200) return undefined;
+    const metrics = (await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`)).body;
     const idle = metricValue(metrics, "appstack_queue_depth") === 0 && metricValue(metrics, "appstack_queue_active") === 0;
     return idle && counterTotal(metrics, "appstack_reconcile_total") >= objects ? true : undefined;
   }, timeoutMs);
@@ -267,14 +263,14 @@ export async function firstPassDone(operator: OperatorProcess, objects: number, 
 /** Runs `work` while counting what the operator did: reconciles, resyncs, and every Pulumi process it started. */
 export async function watchOperator(operator: OperatorProcess, work: () => Promise<void>): Promise<QuietPeriod> {
   const sampler = new ProcessTreeSampler(operator.child.pid!);
-  const before = (await httpGet(operator.healthPort, "/metrics")).body;
+  const before = (await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`)).body;
   sampler.start(20);
   try {
     await work();
   } finally {
     sampler.stop();
   }
-  const after = (await httpGet(operator.healthPort, "/metrics")).body;
+  const after = (await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`)).body;
   const delta = (name: string) => counterTotal(after, name) - counterTotal(before, name);
   return { pulumiProcesses: sampler.pulumiProcesses, reconciles: delta("appstack_reconcile_total"), resyncs: delta("appstack_resync_total"), operations: delta("appstack_pulumi_operations_total") };
 }

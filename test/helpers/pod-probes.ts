@@ -1,14 +1,9 @@
-// What a test of pods on a real node asks of them from the host: an HTTP answer, memcached's
+// What a test of pods on a real node asks of them from the host besides HTTP (http.ts): memcached's
 // `stats`, and a pod's memory from its cgroup.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { request } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { responseOf } from "../../toolchain/cluster/readiness.ts";
-
-/** A plain HTTP GET with a 2 s deadline: the status and body. */
-export const httpGet = (url: string) => responseOf(request, url, {});
 
 /** memcached's `stats` over a raw TCP socket: the lines up to END. */
 export function memcachedStats(host: string, port: number): Promise<string> {

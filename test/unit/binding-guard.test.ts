@@ -36,7 +36,7 @@ function fakeApi(binding: Pick<V1RoleBinding, "metadata"> | "forbidden" | undefi
   const custom = { listNamespacedCustomObject: ({ plural }: { plural: string }) => Promise.resolve({ items: plural === "apps" ? structuredClone(apps) : [] }) };
   const clients = { custom } as unknown as KubeClients;
   const guard = new BindingGuard(clients, "appstack-operator-x", createLogger({ write: () => undefined }), rbac);
-  return { guard, apps, log, binding: () => binding as V1RoleBinding };
+  return { guard, apps, log, custom, binding: () => binding as V1RoleBinding };
 }
 
 const app = (name: string, finalizers: string[] = [finalizerName]) => ({ kind: "App", metadata: { name, namespace: "team-a", finalizers } }) as unknown as Workload;
@@ -83,4 +83,18 @@ test("nothing is held on a binding being deleted, missing, or no longer the oper
     await api.guard.releaseIfUnused("team-a");
     assert.ok(added);
   }
+});
+
+test("a release that fails is owed until one succeeds: a gone object's reconcile retries only an owed one", async () => {
+  const api = fakeApi({ metadata: { name: "appstack-operator-x", namespace: "team-a", finalizers: [bindingFinalizer] } });
+  assert.equal(api.guard.releaseOwed("team-a"), false);
+  const listed = api.custom.listNamespacedCustomObject;
+  api.custom.listNamespacedCustomObject = () => Promise.reject(Object.assign(new Error("HTTP 503"), { code: 503 }));
+  await assert.rejects(api.guard.releaseIfUnused("team-a"), /503/);
+  assert.equal(api.guard.releaseOwed("team-a"), true);
+  assert.equal(api.guard.releaseOwed("team-b"), false);
+  api.custom.listNamespacedCustomObject = listed;
+  await api.guard.releaseIfUnused("team-a");
+  assert.equal(api.guard.releaseOwed("team-a"), false);
+  assert.deepEqual(api.binding().metadata?.finalizers, []);
 });

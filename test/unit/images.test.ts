@@ -53,7 +53,7 @@ test("the operator image is the repository's Dockerfile on the local bases, with
   assert.equal(operator?.archiveName, "docker.io/library/appstack:0.1.0");
   const args = budArgs(operator.bud);
   assert.deepEqual(args.slice(0, 5), ["bud", "--layers", "--pull=never", "--network=host", "--format=oci"]);
-  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
+  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, "APPSTACK_VERSION=0.1.0", "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
     assert.ok(args.includes(pair), pair);
   }
   assert.deepEqual(args.slice(-5), ["--file", join(repoRoot, "Dockerfile"), "--tag", "localhost/appstack:0.1.0", repoRoot]);

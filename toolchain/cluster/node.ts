@@ -12,7 +12,7 @@ import { nodeTools, toolPath, type ToolName } from "../tools.ts";
 import { kubeconfigYaml } from "./kubeconfig.ts";
 import { createCgroupRoot, killPodProcesses, killShims, removeCgroups, removeKubeChains, removeNodeFilesOutside, unmountUnder } from "./node-cleanup.ts";
 import { containerdConfig, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths } from "./node-config.ts";
-import { busyboxImage, importImage, pauseImage, tagNodeImage, type ImageArchive } from "./node-images.ts";
+import { busyboxImage, importImage, pauseImage, type ImageArchive } from "./node-images.ts";
 import { createNodeNetwork, deleteNodeNetwork, writeCniConfig, type NodeNetwork } from "./node-network.ts";
 import { createStorageObjects, provisionerArgs } from "./node-storage.ts";
 import { clientCertificate, type ClusterPki } from "./pki.ts";
@@ -181,13 +181,4 @@ export function tearDownRealNodeNow(node: RealNodeState, dir: string): void {
 export function loadImage(cluster: { readonly name: string; readonly realNode?: RealNodeState }, archivePath: string): void {
   if (!cluster.realNode) throw new Error(`cluster ${cluster.name} has no real node: start it with realNode: true`);
   importImage(cluster.realNode.paths.containerdSocket, archivePath);
-}
-
-/**
- * Gives an image loaded into the real node a second name (containerd spells names in full:
- * docker.io/library/appstack:0.1.1): an upgrade to a new tag without a rebuild.
- */
-export function tagImage(cluster: { readonly name: string; readonly realNode?: RealNodeState }, source: string, target: string): void {
-  if (!cluster.realNode) throw new Error(`cluster ${cluster.name} has no real node: start it with realNode: true`);
-  tagNodeImage(cluster.realNode.paths.containerdSocket, source, target);
 }

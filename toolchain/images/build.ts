@@ -34,7 +34,14 @@ function writeArchive(spec: ImageSpec, archive: string, log: Log): void {
   log(`  ${spec.name}: wrote ${archive}`);
 }
 
-export async function buildImages(log: Log = (line) => console.error(line)): Promise<BuiltImage[]> {
+export interface BuildOptions {
+  /** The images' tag and the operator's APPSTACK_VERSION; the project's version by default. */
+  readonly version?: string;
+  /** Only these images (operator, http, memcached); all by default. */
+  readonly only?: readonly string[];
+}
+
+export async function buildImages(log: Log = (line) => console.error(line), options: BuildOptions = {}): Promise<BuiltImage[]> {
   const started = Date.now();
   log(`image: storage ${imagesDir()}`);
   const caches = hostGoCaches();
@@ -42,7 +49,8 @@ export async function buildImages(log: Log = (line) => console.error(line)): Pro
   const archives = join(imagesDir(), "oci");
   mkdirSync(archives, { recursive: true });
   const built: BuiltImage[] = [];
-  for (const spec of imageSpecs(bases, caches, projectVersion())) {
+  const specs = imageSpecs(bases, caches, options.version ?? projectVersion()).filter((spec) => !options.only || options.only.includes(spec.name));
+  for (const spec of specs) {
     const imageStarted = Date.now();
     log(`  ${spec.name}: buildah bud ${spec.bud.dockerfile}...`);
     buildah(budArgs(spec.bud), { timeoutSeconds: 3600, showOutput: true });
