@@ -15,7 +15,8 @@ import { startPostgres, type PostgresServer } from "../../toolchain/cluster/post
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventsOf, eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
-import { disposeOperator, httpGet, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
 
 const namespace = "default";
 const scratch = mkdtempSync(join(tmpdir(), "appstack-postgres-test-"));
@@ -145,7 +146,7 @@ test("an operator SIGKILLed mid-update leaves its lock row; the restarted one br
   await operator.stop();
 });
 
-const leads = async (operator: OperatorProcess) => metricValue(await httpGet(operator.healthPort, "/metrics").then((r) => r.body, () => ""), "appstack_leader") === 1;
+const leads = async (operator: OperatorProcess) => metricValue(await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`).then((r) => r.body, () => ""), "appstack_leader") === 1;
 
 test("a leader and a standby on one postgres backend (each its own state folder): the leader killed mid-update, the standby takes over and the App converges", async () => {
   const local = cluster().cluster;
