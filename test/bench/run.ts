@@ -17,6 +17,7 @@ import { counterTotal, httpGet } from "../helpers/operator.ts";
 import { driftRound, type DriftRound } from "./drift.ts";
 import { cliTimes, previewRound, type CliTimes, type PreviewRound } from "./previews.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
+import { CpuMeter, cpuTable, type Component, type CpuSplit } from "./cpu.ts";
 import { defaultConcurrency } from "../../operator/manager/config.ts";
 
 const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
@@ -37,6 +38,8 @@ interface Round {
   /** Pulumi CLI processes seen and CPU seconds of the reaped children (engines, plugins) during the round. */
   readonly pulumiProcesses: number;
   readonly childCpuSeconds: number;
+  /** CPU seconds during the round, by who spent them (cpu.ts). */
+  readonly cpu: CpuSplit;
   /** appstack only: its Pulumi operations and failed reconciles during the round, by label, from its metrics. */
   readonly operations?: string;
 }
@@ -70,12 +73,19 @@ async function scrape(metricsPort: number | undefined): Promise<string> {
   return metricsPort ? (await httpGet(metricsPort, "/metrics")).body : "";
 }
 
+/** A reconciler's process tree, sampled, and the meter of its CPU and the control plane's. */
+interface Tree {
+  readonly sampler: ProcessTreeSampler;
+  readonly meter: CpuMeter;
+}
+
 /** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
-async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, sampler: ProcessTreeSampler, metricsPort?: number): Promise<Round> {
+async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, { sampler, meter }: Tree, metricsPort?: number): Promise<Round> {
   const metrics = () => scrape(metricsPort);
   const metricsBefore = await metrics();
   sampler.resetPulumiCount();
   const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
+  const splitBefore = meter.snapshot();
   const written = new Map<string, { at: number; generation: number }>();
   const started = Date.now();
   await Promise.all(names.map(async (name) => {
@@ -101,6 +111,7 @@ async function writeAndWait(clients: KubeClients, namespace: string, names: stri
     p95: percentile(perObject, 95),
     pulumiProcesses: sampler.pulumiProcesses,
     childCpuSeconds: (sampler.cpuSeconds()?.children ?? 0) - cpuBefore,
+    cpu: meter.since(splitBefore),
     ...(metricsPort ? { operations: countersBetween(metricsBefore, await metrics(), ["appstack_pulumi_operations_total", "appstack_reconcile_errors_total"]) } : {}),
   };
 }
@@ -114,12 +125,12 @@ function countersBetween(before: string, after: string, names: string[]): string
 
 const appNames = (n: number) => Array.from({ length: n }, (_, i) => `app-${i}`);
 
-async function applyAndWait(clients: KubeClients, namespace: string, n: number, sampler: ProcessTreeSampler, metricsPort?: number): Promise<Round> {
+async function applyAndWait(clients: KubeClients, namespace: string, n: number, tree: Tree, metricsPort?: number): Promise<Round> {
   await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
   return writeAndWait(clients, namespace, appNames(n), (name) => clients.custom.createNamespacedCustomObject({
     ...appsApi, namespace,
     body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
-  }), sampler, metricsPort);
+  }), tree, metricsPort);
 }
 
 function setImage(clients: KubeClients, namespace: string, image: string): (name: string) => Promise<unknown> {
@@ -135,9 +146,10 @@ async function untilReady(port: number): Promise<void> {
 }
 
 /** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
-async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean, afterRounds?: () => Promise<void>, metricsPort?: number): Promise<Measured> {
+async function measure(label: string, start: () => ChildProcess, clients: KubeClients, components: readonly Component[], withIdle: boolean, afterRounds?: () => Promise<void>, metricsPort?: number): Promise<Measured> {
   const child = start();
   const sampler = new ProcessTreeSampler(child.pid!);
+  const tree = { sampler, meter: new CpuMeter(sampler, components) };
   sampler.start();
   // The rounds measure reconciling, not start-up: appstack says when it is ready (its caches
   // synced, which a new CRD's storage can hold up for a few seconds); the baseline gets 3 s.
@@ -146,16 +158,16 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   const rounds: Round[] = [];
   let pulumiProcesses = 0;
   for (const n of sizes) {
-    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, sampler, metricsPort));
+    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, tree, metricsPort));
     pulumiProcesses += rounds.at(-1)!.pulumiProcesses;
     console.error(`${label}: ${n} Apps Ready in ${rounds.at(-1)!.totalSeconds.toFixed(1)} s`);
   }
   const largest = sizes.at(-1)!;
-  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), sampler, metricsPort);
+  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), tree, metricsPort);
   console.error(`${label}: ${largest} Apps given a new image, all rolled out in ${update.totalSeconds.toFixed(1)} s`);
   const single: number[] = [];
   for (let i = 0; i < singleRuns; i++) {
-    const round = await writeAndWait(clients, `bench-${label}-${largest}`, ["app-0"], setImage(clients, `bench-${label}-${largest}`, `nginx:1.${29 + i}`), sampler);
+    const round = await writeAndWait(clients, `bench-${label}-${largest}`, ["app-0"], setImage(clients, `bench-${label}-${largest}`, `nginx:1.${29 + i}`), tree);
     single.push(round.totalSeconds);
   }
   single.sort((a, b) => a - b);
@@ -244,6 +256,18 @@ function targetTable(appstack: Measured, baseline: Measured): string {
   ].join("\n");
 }
 
+/** The CPU of one object's operation, split by who spent it, for the largest round and the new image. */
+function perObjectCpu(appstack: Measured, baseline: Measured): string {
+  const largest = appstack.rounds.at(-1)!;
+  const column = (title: string, round: Round) => ({ title, split: round.cpu, n: round.n, seconds: round.totalSeconds });
+  return cpuTable([
+    column(`appstack: ${largest.n} new Apps`, largest),
+    column("baseline: the same", baseline.rounds.at(-1)!),
+    column(`appstack: ${appstack.update.n} new images`, appstack.update),
+    column("baseline: the same", baseline.update),
+  ], cpus().length);
+}
+
 interface SweepRound {
   readonly concurrency: number;
   readonly round: Round;
@@ -253,7 +277,7 @@ interface SweepRound {
 }
 
 /** The first size again on a fresh operator per concurrency setting, in namespaces of their own. */
-async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string, string>): Promise<SweepRound[]> {
+async function concurrencySweep(clients: KubeClients, components: readonly Component[], operatorEnv: Record<string, string>): Promise<SweepRound[]> {
   const results: SweepRound[] = [];
   for (const concurrency of sweep) {
     const namespace = `bench-sweep-${concurrency}`;
@@ -261,7 +285,7 @@ async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string
     const sampler = new ProcessTreeSampler(child.pid!);
     sampler.start();
     await sleep(3_000);
-    const round = await applyAndWait(clients, namespace, sweepSize, sampler);
+    const round = await applyAndWait(clients, namespace, sweepSize, { sampler, meter: new CpuMeter(sampler, components) });
     sampler.stop();
     child.kill("SIGTERM");
     await new Promise((resolve) => child.once("exit", resolve));
@@ -322,15 +346,17 @@ async function main(): Promise<void> {
     };
     const [metricsPort] = await freeLoopbackPorts(1);
     const operatorEnv = { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_HEALTH_ADDR: `127.0.0.1:${metricsPort}`, APPSTACK_RESYNC_SECONDS: String(resyncSeconds) };
-    const appstack = await measure("appstack", () => node("operator/cmd/main.ts", operatorEnv), clients, true, measurePreviews, metricsPort);
-    const swept = await concurrencySweep(clients, operatorEnv);
+    const components = cluster.components;
+    const appstack = await measure("appstack", () => node("operator/cmd/main.ts", operatorEnv), clients, components, true, measurePreviews, metricsPort);
+    const swept = await concurrencySweep(clients, components, operatorEnv);
     // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
     // gone before their namespaces can go, so they stay until the end.
-    const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
+    const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, components, false);
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
     console.log(targetTable(appstack, baseline));
     console.log(`\nWhat appstack's Pulumi operations were (from its metrics): ${sizes.at(-1)} new Apps: ${appstack.rounds.at(-1)!.operations ?? "-"}; the new image: ${appstack.update.operations ?? "-"}.`);
     console.log(`\n${table(appstack, baseline)}`);
+    console.log(`\n${perObjectCpu(appstack, baseline)}`);
     console.log(`\n${sweepTable(swept)}`);
     if (drift) console.log(`\n${driftTable(drift)}`);
     if (previews) console.log(`\n${previewTable(previews.round, previews.cli)}`);
