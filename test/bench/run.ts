@@ -18,47 +18,10 @@ import { counterTotal } from "../helpers/operator.ts";
 import { driftRound, type DriftRound } from "./drift.ts";
 import { cliTimes, previewRound, type CliTimes, type PreviewRound } from "./previews.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
+import { CpuMeter, type Component } from "./cpu.ts";
 import { defaultConcurrency } from "../../operator/manager/config.ts";
-
-const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
-const idleSeconds = Number(process.env["BENCH_IDLE_SECONDS"] ?? "60");
-const previewCount = Number(process.env["BENCH_PREVIEW_APPS"] ?? "10");
-// Short, so that the idle period holds several resyncs of every object.
-const resyncSeconds = Number(process.env["BENCH_RESYNC_SECONDS"] ?? "10");
-const singleRuns = 5;
-// The effect of the operator's concurrency: the first size again, on an operator of each setting.
-const sweep = (process.env["BENCH_CONCURRENCY_SWEEP"] ?? "1,2,3,4").split(",").filter(Boolean).map(Number);
-const sweepSize = Number(process.env["BENCH_SWEEP_APPS"] ?? "20");
-
-interface Round {
-  readonly n: number;
-  readonly totalSeconds: number;
-  readonly p50: number;
-  readonly p95: number;
-  /** Pulumi CLI processes seen and CPU seconds of the reaped children (engines, plugins) during the round. */
-  readonly pulumiProcesses: number;
-  readonly childCpuSeconds: number;
-  /** appstack only: its Pulumi operations and failed reconciles during the round, by label, from its metrics. */
-  readonly operations?: string;
-}
-
-interface Measured {
-  readonly rounds: Round[];
-  /** The Apps of the largest round, all given a new image at once. */
-  readonly update: Round;
-  /** One App's spec changed, until it is Ready again: each run, in seconds. */
-  readonly single: number[];
-  readonly cpuOwn: number;
-  readonly cpuChildren: number;
-  readonly peakOwnMiB: number;
-  readonly peakTreeMiB: number;
-  readonly peakTreePssMiB: number;
-  readonly pulumiProcesses: number;
-  readonly idlePulumiProcesses?: number;
-  /** Resyncs and reconciles during the idle period (from the operator's metrics). */
-  readonly idleResyncs?: number;
-  readonly idleReconciles?: number;
-}
+import { idleSeconds, previewCount, resyncSeconds, singleRuns, sizes, sweep, sweepSize } from "./settings.ts";
+import { driftTable, perObjectCpu, previewTable, sweepTable, table, targetTable, type Measured, type Round, type SweepRound } from "./tables.ts";
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
@@ -71,12 +34,19 @@ async function scrape(metricsPort: number | undefined): Promise<string> {
   return metricsPort ? (await httpGet(`http://127.0.0.1:${metricsPort}/metrics`)).body : "";
 }
 
+/** A reconciler's process tree, sampled, and the meter of its CPU and the control plane's. */
+interface Tree {
+  readonly sampler: ProcessTreeSampler;
+  readonly meter: CpuMeter;
+}
+
 /** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
-async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, sampler: ProcessTreeSampler, metricsPort?: number): Promise<Round> {
+async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, { sampler, meter }: Tree, metricsPort?: number): Promise<Round> {
   const metrics = () => scrape(metricsPort);
   const metricsBefore = await metrics();
   sampler.resetPulumiCount();
   const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
+  const splitBefore = meter.snapshot();
   const written = new Map<string, { at: number; generation: number }>();
   const started = Date.now();
   await Promise.all(names.map(async (name) => {
@@ -102,6 +72,7 @@ async function writeAndWait(clients: KubeClients, namespace: string, names: stri
     p95: percentile(perObject, 95),
     pulumiProcesses: sampler.pulumiProcesses,
     childCpuSeconds: (sampler.cpuSeconds()?.children ?? 0) - cpuBefore,
+    cpu: meter.since(splitBefore),
     ...(metricsPort ? { operations: countersBetween(metricsBefore, await metrics(), ["appstack_pulumi_operations_total", "appstack_reconcile_errors_total"]) } : {}),
   };
 }
@@ -115,12 +86,12 @@ function countersBetween(before: string, after: string, names: string[]): string
 
 const appNames = (n: number) => Array.from({ length: n }, (_, i) => `app-${i}`);
 
-async function applyAndWait(clients: KubeClients, namespace: string, n: number, sampler: ProcessTreeSampler, metricsPort?: number): Promise<Round> {
+async function applyAndWait(clients: KubeClients, namespace: string, n: number, tree: Tree, metricsPort?: number): Promise<Round> {
   await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
   return writeAndWait(clients, namespace, appNames(n), (name) => clients.custom.createNamespacedCustomObject({
     ...appsApi, namespace,
     body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
-  }), sampler, metricsPort);
+  }), tree, metricsPort);
 }
 
 function setImage(clients: KubeClients, namespace: string, image: string): (name: string) => Promise<unknown> {
@@ -136,9 +107,10 @@ async function untilReady(port: number): Promise<void> {
 }
 
 /** `afterRounds` runs once the figures of the rounds are taken, before the idle period. */
-async function measure(label: string, start: () => ChildProcess, clients: KubeClients, withIdle: boolean, afterRounds?: () => Promise<void>, metricsPort?: number): Promise<Measured> {
+async function measure(label: string, start: () => ChildProcess, clients: KubeClients, components: readonly Component[], withIdle: boolean, afterRounds?: () => Promise<void>, metricsPort?: number): Promise<Measured> {
   const child = start();
   const sampler = new ProcessTreeSampler(child.pid!);
+  const tree = { sampler, meter: new CpuMeter(sampler, components) };
   sampler.start();
   // The rounds measure reconciling, not start-up: appstack says when it is ready (its caches
   // synced, which a new CRD's storage can hold up for a few seconds); the baseline gets 3 s.
@@ -147,16 +119,16 @@ async function measure(label: string, start: () => ChildProcess, clients: KubeCl
   const rounds: Round[] = [];
   let pulumiProcesses = 0;
   for (const n of sizes) {
-    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, sampler, metricsPort));
+    rounds.push(await applyAndWait(clients, `bench-${label}-${n}`, n, tree, metricsPort));
     pulumiProcesses += rounds.at(-1)!.pulumiProcesses;
     console.error(`${label}: ${n} Apps Ready in ${rounds.at(-1)!.totalSeconds.toFixed(1)} s`);
   }
   const largest = sizes.at(-1)!;
-  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), sampler, metricsPort);
+  const update = await writeAndWait(clients, `bench-${label}-${largest}`, appNames(largest), setImage(clients, `bench-${label}-${largest}`, "nginx:1.28"), tree, metricsPort);
   console.error(`${label}: ${largest} Apps given a new image, all rolled out in ${update.totalSeconds.toFixed(1)} s`);
   const single: number[] = [];
   for (let i = 0; i < singleRuns; i++) {
-    const round = await writeAndWait(clients, `bench-${label}-${largest}`, ["app-0"], setImage(clients, `bench-${label}-${largest}`, `nginx:1.${29 + i}`), sampler);
+    const round = await writeAndWait(clients, `bench-${label}-${largest}`, ["app-0"], setImage(clients, `bench-${label}-${largest}`, `nginx:1.${29 + i}`), tree);
     single.push(round.totalSeconds);
   }
   single.sort((a, b) => a - b);
@@ -189,72 +161,8 @@ async function deleteNamespaces(clients: KubeClients, label: string): Promise<vo
   for (const n of sizes) await clients.core.deleteNamespace({ name: `bench-${label}-${n}` }).catch(() => undefined);
 }
 
-function table(appstack: Measured, baseline: Measured): string {
-  const f = (x: number, d = 1) => x.toFixed(d);
-  const rows = appstack.rounds.map((a, i) => {
-    const b = baseline.rounds[i]!;
-    return `| ${a.n} | ${f(a.totalSeconds)} s | ${f(a.p50)} / ${f(a.p95)} s | ${f(b.totalSeconds)} s | ${f(b.p50)} / ${f(b.p95)} s | ${f(a.totalSeconds / b.totalSeconds)}x |`;
-  });
-  return [
-    "| Apps at once | appstack: all Ready | appstack: p50 / p95 per App | baseline: all Ready | baseline: p50 / p95 | ratio (all Ready) |",
-    "|---|---|---|---|---|---|",
-    ...rows,
-    "",
-    "| whole run | appstack | baseline | ratio |",
-    "|---|---|---|---|",
-    `| CPU seconds, operator process | ${f(appstack.cpuOwn)} | ${f(baseline.cpuOwn)} | ${f(appstack.cpuOwn / Math.max(baseline.cpuOwn, 0.01))}x |`,
-    `| CPU seconds, processes it started (Pulumi CLI and provider) | ${f(appstack.cpuChildren)} | ${f(baseline.cpuChildren)} | - |`,
-    `| peak RSS, operator process | ${f(appstack.peakOwnMiB, 0)} MiB | ${f(baseline.peakOwnMiB, 0)} MiB | ${f(appstack.peakOwnMiB / baseline.peakOwnMiB)}x |`,
-    `| peak RSS, operator and everything it started | ${f(appstack.peakTreeMiB, 0)} MiB | ${f(baseline.peakTreeMiB, 0)} MiB | ${f(appstack.peakTreeMiB / baseline.peakTreeMiB)}x |`,
-    `| peak PSS (shared pages counted once), operator and everything it started | ${f(appstack.peakTreePssMiB, 0)} MiB | ${f(baseline.peakTreePssMiB, 0)} MiB | ${f(appstack.peakTreePssMiB / baseline.peakTreePssMiB)}x |`,
-    `| Pulumi processes started while applying | ${appstack.pulumiProcesses} | 0 | - |`,
-    `| Pulumi processes started in ${idleSeconds} s idle with ${sizes.reduce((a, b) => a + b, previewCount)} Apps (${previewCount} of them with updatePolicy Preview), resync every ${resyncSeconds} s: ${appstack.idleResyncs ?? "-"} resyncs, ${appstack.idleReconciles ?? "-"} reconciles | ${appstack.idlePulumiProcesses ?? "-"} | 0 | - |`,
-  ].join("\n");
-}
-
-/** Issue 10's targets, with this run's figures beside them. */
-function targetTable(appstack: Measured, baseline: Measured): string {
-  const f = (x: number, d = 1) => x.toFixed(d);
-  const round = (m: Measured, n: number) => m.rounds.find((r) => r.n === n);
-  const ratio = (n: number) => {
-    const a = round(appstack, n);
-    const b = round(baseline, n);
-    return a && b ? a.totalSeconds / b.totalSeconds : NaN;
-  };
-  const largest = sizes.at(-1)!;
-  const created = round(appstack, largest)!;
-  const median = (runs: number[]) => runs[Math.floor(runs.length / 2)]!;
-  const row = (figure: string, now: string, target: string, met: boolean) => `| ${figure} | ${now} | ${target} | ${met ? "yes" : "no"} |`;
-  const perNew = created.pulumiProcesses / created.n;
-  const perUpdate = appstack.update.pulumiProcesses / appstack.update.n;
-  const cpuNew = created.childCpuSeconds / created.n;
-  const cpuUpdate = appstack.update.childCpuSeconds / appstack.update.n;
-  const updateRatio = appstack.update.totalSeconds / baseline.update.totalSeconds;
-  return [
-    "| figure | this run | target | met |",
-    "|---|---|---|---|",
-    row(`${largest} new Apps, all Ready, ratio to the baseline`, `${f(ratio(largest), 2)}x`, "at most 2x", ratio(largest) <= 2),
-    row(`${sizes[0]} new Apps, ratio`, `${f(ratio(sizes[0]!), 2)}x`, "at most 3x", ratio(sizes[0]!) <= 3),
-    row(`${largest} existing Apps get a new image at once, all rolled out, ratio`, `${f(updateRatio, 2)}x (${f(appstack.update.totalSeconds)} s against ${f(baseline.update.totalSeconds)} s)`, "at most 1.5x", updateRatio <= 1.5),
-    row("Pulumi CLI processes per new App / per update", `${f(perNew, 2)} / ${f(perUpdate, 2)}`, "at most 2 / 1", perNew <= 2 && perUpdate <= 1),
-    row("engine CPU seconds per new App", f(cpuNew, 2), "at most 1.0", cpuNew <= 1),
-    row("engine CPU seconds per update", f(cpuUpdate, 2), "at most 0.5", cpuUpdate <= 0.5),
-    row(`single spec change to Ready, median of ${appstack.single.length}`, `${f(median(appstack.single))} s (baseline ${f(median(baseline.single))} s)`, "at most 2 s", median(appstack.single) <= 2),
-    row(`peak RSS, operator and everything it started, up to ${largest} Apps`, `${f(appstack.peakTreeMiB, 0)} MiB`, "at most 600 MiB", appstack.peakTreeMiB <= 600),
-    row(`Pulumi processes in ${idleSeconds} s idle, with a resync every ${resyncSeconds} s`, String(appstack.idlePulumiProcesses ?? "-"), "0", appstack.idlePulumiProcesses === 0),
-  ].join("\n");
-}
-
-interface SweepRound {
-  readonly concurrency: number;
-  readonly round: Round;
-  /** The operator and everything it started, at their peak: the sum of RSS and the PSS. */
-  readonly peakTreeMiB: number;
-  readonly peakTreePssMiB: number;
-}
-
 /** The first size again on a fresh operator per concurrency setting, in namespaces of their own. */
-async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string, string>): Promise<SweepRound[]> {
+async function concurrencySweep(clients: KubeClients, components: readonly Component[], operatorEnv: Record<string, string>): Promise<SweepRound[]> {
   const results: SweepRound[] = [];
   for (const concurrency of sweep) {
     const namespace = `bench-sweep-${concurrency}`;
@@ -262,7 +170,7 @@ async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string
     const sampler = new ProcessTreeSampler(child.pid!);
     sampler.start();
     await sleep(3_000);
-    const round = await applyAndWait(clients, namespace, sweepSize, sampler);
+    const round = await applyAndWait(clients, namespace, sweepSize, { sampler, meter: new CpuMeter(sampler, components) });
     sampler.stop();
     child.kill("SIGTERM");
     await new Promise((resolve) => child.once("exit", resolve));
@@ -270,36 +178,6 @@ async function concurrencySweep(clients: KubeClients, operatorEnv: Record<string
     results.push({ concurrency, round, peakTreeMiB: sampler.peakTreeKiB / 1024, peakTreePssMiB: sampler.peakTreePssKiB / 1024 });
   }
   return results;
-}
-
-function sweepTable(rounds: SweepRound[]): string {
-  return [
-    `| concurrency | ${sweepSize} new Apps, all Ready | p50 / p95 per App | engine CPU s per App | peak RSS sum / PSS, operator and everything it started |`,
-    "|---|---|---|---|---|",
-    ...rounds.map(({ concurrency, round, peakTreeMiB, peakTreePssMiB }) => `| ${concurrency}${concurrency === defaultConcurrency() ? " (default here)" : ""} | ${round.totalSeconds.toFixed(1)} s | ${round.p50.toFixed(1)} / ${round.p95.toFixed(1)} s | ${(round.childCpuSeconds / round.n).toFixed(2)} | ${peakTreeMiB.toFixed(0)} / ${peakTreePssMiB.toFixed(0)} MiB |`),
-  ].join("\n");
-}
-
-function driftTable(round: DriftRound): string {
-  const spread = (runs: number[]) => `${runs[Math.floor(runs.length / 2)]!.toFixed(1)} s (min ${runs[0]!.toFixed(1)}, max ${runs.at(-1)!.toFixed(1)})`;
-  return [
-    "| drift (a Deployment scaled by hand) | figure |",
-    "|---|---|",
-    `| one edit until repaired (replicas back, App Ready), median of ${round.single.length} | ${spread(round.single)} |`,
-    `| ${round.n} edits at once until all are repaired | ${round.allSeconds.toFixed(1)} s |`,
-  ].join("\n");
-}
-
-function previewTable(round: PreviewRound, cli: CliTimes): string {
-  const spread = (runs: number[]) => `${runs[Math.floor(runs.length / 2)]!.toFixed(1)} s (min ${runs[0]!.toFixed(1)}, max ${runs.at(-1)!.toFixed(1)})`;
-  return [
-    "| previews | figure |",
-    "|---|---|",
-    `| ${round.n} Apps with updatePolicy Preview created at once: until every one has status.preview | ${round.previewedSeconds.toFixed(1)} s |`,
-    `| the ${round.n} plans approved at once: until every App is Ready | ${round.approvedSeconds.toFixed(1)} s |`,
-    `| \`appstack preview -f\`, whole command, an App with a stack (scale change), median of ${cli.existing.length} | ${spread(cli.existing)} |`,
-    `| \`appstack preview -f\`, whole command, a new App (throwaway backend), median of ${cli.created.length} | ${spread(cli.created)} |`,
-  ].join("\n");
 }
 
 async function main(): Promise<void> {
@@ -323,15 +201,17 @@ async function main(): Promise<void> {
     };
     const [metricsPort] = await freeLoopbackPorts(1);
     const operatorEnv = { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_HEALTH_ADDR: `127.0.0.1:${metricsPort}`, APPSTACK_RESYNC_SECONDS: String(resyncSeconds) };
-    const appstack = await measure("appstack", () => node("operator/cmd/main.ts", operatorEnv), clients, true, measurePreviews, metricsPort);
-    const swept = await concurrencySweep(clients, operatorEnv);
+    const components = cluster.components;
+    const appstack = await measure("appstack", () => node("operator/cmd/main.ts", operatorEnv), clients, components, true, measurePreviews, metricsPort);
+    const swept = await concurrencySweep(clients, components, operatorEnv);
     // The baseline gets fresh copies of the same objects; appstack's finalizers need appstack
     // gone before their namespaces can go, so they stay until the end.
-    const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, false);
+    const baseline = await measure("baseline", () => node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "bench-baseline-" }), clients, components, false);
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), local control plane with kwok nodes, concurrency ${concurrency} for both.\n`);
     console.log(targetTable(appstack, baseline));
     console.log(`\nWhat appstack's Pulumi operations were (from its metrics): ${sizes.at(-1)} new Apps: ${appstack.rounds.at(-1)!.operations ?? "-"}; the new image: ${appstack.update.operations ?? "-"}.`);
     console.log(`\n${table(appstack, baseline)}`);
+    console.log(`\n${perObjectCpu(appstack, baseline)}`);
     console.log(`\n${sweepTable(swept)}`);
     if (drift) console.log(`\n${driftTable(drift)}`);
     if (previews) console.log(`\n${previewTable(previews.round, previews.cli)}`);

@@ -6,7 +6,7 @@
 // commands (`stack output`, `stack history`) must not appear: the driver answers them from the
 // engine's events.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -14,7 +14,7 @@ import type { App } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { createLogger } from "../../operator/base/log.ts";
-import { pulumiCommand } from "../../operator/pulumi/engine.ts";
+import { engineGcPercent, pulumiCommand } from "../../operator/pulumi/engine.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
 import { StackDriver } from "../../operator/pulumi/stacks.ts";
@@ -28,6 +28,17 @@ const stateDir = mkdtempSync(join(tmpdir(), "appstack-engine-cost-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
 const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.kubeconfig)));
 
+/** The GOGC settings the provider plugins seen by providersDuring ran with (from their /proc environ). */
+const providerGogc = new Set<string>();
+
+function environmentOf(pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+  } catch {
+    return undefined; // gone meanwhile
+  }
+}
+
 /**
  * The provider plugins started while `work` runs, seen in this process's tree every 10 ms: each
  * lives for most of its engine's run (hundreds of ms), so none goes unseen.
@@ -35,7 +46,11 @@ const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.ku
 async function providersDuring(work: () => Promise<unknown>): Promise<number> {
   const seen = new Set<number>();
   // The kernel keeps 15 characters of a command name.
-  const sample = () => processesUnder(process.pid, "pulumi-resource").forEach((pid) => seen.add(pid));
+  const sample = () => processesUnder(process.pid, "pulumi-resource").forEach((pid) => {
+    seen.add(pid);
+    const gogc = environmentOf(pid)?.find((entry) => entry.startsWith("GOGC="));
+    if (gogc) providerGogc.add(gogc);
+  });
   const timer = setInterval(sample, 10);
   try {
     await work();
@@ -89,6 +104,8 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   const repairProviders = await providersDuring(async () => (repaired = await commandsDuring(() => driver.up("app.default.cost", programFor(app), { refresh: true }))));
   assert.deepEqual(repaired, ["up --refresh"]);
   assert.equal(repairProviders, 1, "one provider plugin for the refresh and the update");
+  // The engine's GOGC reaches its plugin (engine.ts: fewer collections in a short-lived process).
+  assert.deepEqual([...providerGogc], [`GOGC=${engineGcPercent}`]);
   assert.equal((await apps.readNamespacedDeployment({ name: "cost", namespace: "default" })).spec?.replicas, 1);
 
   const second = (await workloads.create({ kind: "App", metadata: { name: "cost-2", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1 } })) as App;

@@ -3,11 +3,13 @@
 import { readFileSync } from "node:fs";
 import { commandLine, processIds, processStat } from "../../operator/base/procfs.ts";
 
-const ticks = 100; // USER_HZ on Linux
+const ticksPerSecond = 100; // USER_HZ on Linux
 const pageKiB = 4;
 
 interface Stat {
   pid: number;
+  /** When the process started (clock ticks since boot): with the pid, names one process for good. */
+  start: number;
   ppid: number;
   comm: string;
   utime: number;
@@ -21,7 +23,7 @@ function readStat(pid: number): Stat | undefined {
   const stat = processStat(pid);
   if (!stat) return undefined;
   const f = stat.fields;
-  return { pid, comm: stat.command, ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), rssKiB: Number(f[21]) * pageKiB };
+  return { pid, start: Number(f[19]), comm: stat.command, ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), rssKiB: Number(f[21]) * pageKiB };
 }
 
 function readStats(): Stat[] {
@@ -69,6 +71,8 @@ export class ProcessTreeSampler {
   /** The root's RSS at the last sample. */
   rootKiB = 0;
   private readonly pulumiPids = new Set<number>();
+  /** Every process seen below the root, by pid and start time: its command name and its CPU ticks at the last sample. */
+  private readonly seenCpu = new Map<string, { comm: string; ticks: number }>();
   private timer: NodeJS.Timeout | undefined;
 
   private readonly root: number;
@@ -94,10 +98,22 @@ export class ProcessTreeSampler {
     this.pulumiPids.clear();
   }
 
+  /**
+   * CPU seconds of the processes seen below the root, summed by command name (the kernel keeps 15
+   * characters: `pulumi-resource` for the provider plugins), each as of the last sample that saw
+   * it: a process loses at most the CPU of its last sampling interval, which for an engine's
+   * plugin is its idle wait for the engine to close it. Exact totals are in cpuSeconds().children.
+   */
+  cpuByCommand(): Map<string, number> {
+    const sums = new Map<string, number>();
+    for (const { comm, ticks } of this.seenCpu.values()) sums.set(comm, (sums.get(comm) ?? 0) + ticks / ticksPerSecond);
+    return sums;
+  }
+
   cpuSeconds(): { own: number; children: number } | undefined {
     const stat = readStat(this.root);
     if (!stat) return undefined;
-    return { own: (stat.utime + stat.stime) / ticks, children: (stat.cutime + stat.cstime) / ticks };
+    return { own: (stat.utime + stat.stime) / ticksPerSecond, children: (stat.cutime + stat.cstime) / ticksPerSecond };
   }
 
   private sample(): void {
@@ -118,6 +134,7 @@ export class ProcessTreeSampler {
       // A child of a `pulumi` process named `pulumi` is a plugin caught between fork and exec.
       const plugin = commOf.get(s.ppid) === "pulumi";
       if (s.comm === "pulumi" && !plugin) this.pulumiPids.add(s.pid);
+      if (s !== rootStat) this.seenCpu.set(`${s.pid}@${s.start}`, { comm: s.comm, ticks: s.utime + s.stime });
       stack.push(...(children.get(s.pid) ?? []));
     }
     this.rootKiB = rootStat.rssKiB;
