@@ -13,8 +13,9 @@ import pg from "pg";
 import type { HistoryRow } from "../../operator/cmd/history-cli.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
-import { eventsOf, eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { eventsOf, eventually, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
+import { assertServicesDropped, assertUsersService, takeServiceNames } from "../helpers/taken-names.ts";
 import { disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
 
@@ -98,28 +99,18 @@ test("on postgres too, a user's Service that took a deleted child's name is neve
   for (const name of names) await workloads.ready("App", namespace, name);
   // With the operator stopped, nothing repairs the deleted Services before the user's take their names.
   await operator.stop();
-  const theirs = new Map<string, string>();
-  for (const name of names) {
-    await cluster().core.deleteNamespacedService({ name, namespace });
-    await eventually(`Service ${name} to be gone`, async () => ((await service(name)) ? undefined : true));
-    const created = await cluster().core.createNamespacedService({ namespace, body: { metadata: { name, labels: { owner: "dba" } }, spec: { selector: { app: "db" }, ports: [{ port: 5432 }] } } });
-    theirs.set(name, created.metadata!.uid!);
-  }
+  const theirs = await takeServiceNames(cluster().core, namespace, names);
   for (const name of names) await workloads.mergeSpec("App", namespace, name, { port: null });
   await workloads.delete("App", namespace, "pg-taken-destroy");
   operator = await startOperator(singleEnv(), operator.stateDir);
 
   await workloads.ready("App", namespace, "pg-taken-up");
   await workloads.gone("App", namespace, "pg-taken-destroy");
-  for (const name of names) {
-    const event = await eventWithReason(cluster().core, namespace, name, "ForeignResourceDropped");
-    assert.match(event.message ?? "", new RegExp(`Service default/${name} \\(not created by appstack\\) took the name`));
-    assert.equal((await service(name))?.metadata?.uid, theirs.get(name), `the user's Service ${name} is still there`);
-  }
+  await assertServicesDropped(cluster().core, namespace, theirs);
   assert.equal(await deployment("pg-taken-destroy"), undefined, "the App's own child went with it");
   await workloads.delete("App", namespace, "pg-taken-up");
   await workloads.gone("App", namespace, "pg-taken-up");
-  assert.equal((await service("pg-taken-up"))?.metadata?.uid, theirs.get("pg-taken-up"));
+  await assertUsersService(cluster().core, namespace, "pg-taken-up", theirs.get("pg-taken-up"));
   for (const name of names) await cluster().core.deleteNamespacedService({ name, namespace });
   await operator.stop();
 });

@@ -15,6 +15,7 @@ import type { App, Workload, WorkloadKind } from "../../crds/types.ts";
 import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { injectEnv } from "../helpers/inject.ts";
+import { assertServicesDropped, assertUsersService, takeServiceNames } from "../helpers/taken-names.ts";
 import { counterTotal, disposeOperator, metricValue, previewCli, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
 import { toolPath } from "../../toolchain/tools.ts";
@@ -313,12 +314,6 @@ test("a Deployment whose selector and labels copy appstack's is still someone el
   assert.deepEqual(fingerprint((await deployment("lookalike"))!), before);
 });
 
-async function assertUsersService(name: string, uid: string | undefined): Promise<void> {
-  const live = await service(name);
-  assert.equal(live?.metadata?.uid, uid, `the user's Service ${name} is still there`);
-  assert.equal(live?.spec?.ports?.[0]?.port, 5432);
-}
-
 test("a user's Service that took a deleted child's name is never deleted through the stack's state: not by `up` once the spec drops it, not by `destroy`", async () => {
   const names = ["taken-up", "taken-destroy"];
   for (const name of names) await workloads.create(app(name, { image: "nginx:1.27", replicas: 1, port: 80 }));
@@ -326,13 +321,7 @@ test("a user's Service that took a deleted child's name is never deleted through
   // With the operator stopped, nothing repairs the deleted Services before the user's take their names.
   const { stateDir } = operator!;
   await operator!.stop();
-  const theirs = new Map<string, string>();
-  for (const name of names) {
-    await cluster().core.deleteNamespacedService({ name, namespace });
-    await eventually(`Service ${name} to be gone`, async () => ((await service(name)) ? undefined : true));
-    const created = await cluster().core.createNamespacedService({ namespace, body: { metadata: { name, labels: { owner: "dba" } }, spec: { selector: { app: "db" }, ports: [{ port: 5432 }] } } });
-    theirs.set(name, created.metadata!.uid!);
-  }
+  const theirs = await takeServiceNames(cluster().core, namespace, names);
   // The spec no longer wants a Service, so no check of the wanted children sees the user's; the
   // stacks still record the Services they made.
   for (const name of names) await workloads.mergeSpec("App", namespace, name, { port: null });
@@ -341,17 +330,13 @@ test("a user's Service that took a deleted child's name is never deleted through
 
   await workloads.ready("App", namespace, "taken-up");
   await workloads.gone("App", namespace, "taken-destroy");
-  for (const name of names) {
-    const event = await eventWithReason(cluster().core, namespace, name, "ForeignResourceDropped");
-    assert.match(event.message ?? "", new RegExp(`Service default/${name} \\(not created by appstack\\) took the name`));
-    await assertUsersService(name, theirs.get(name));
-  }
+  await assertServicesDropped(cluster().core, namespace, theirs);
   // The App's own child went with it.
   assert.equal(await deployment("taken-destroy"), undefined);
   // Out of the stack's state for good: the next destroy leaves it alone too.
   await workloads.delete("App", namespace, "taken-up");
   await workloads.gone("App", namespace, "taken-up");
-  await assertUsersService("taken-up", theirs.get("taken-up"));
+  await assertUsersService(cluster().core, namespace, "taken-up", theirs.get("taken-up"));
   for (const name of names) await cluster().core.deleteNamespacedService({ name, namespace });
 });
 
