@@ -98,6 +98,7 @@ export class Sharder {
     const ring = new HashRing(alive);
     const sizes = new Map<string, number>();
     for (const kind of workloadKinds) for (const object of await this.objects(kind)) await this.place(kind, object, ring, alive, sizes);
+    this.settings.metrics?.members.set(alive.size);
     this.settings.metrics?.assigned.reset();
     for (const [shard, count] of sizes) this.settings.metrics?.assigned.set({ shard }, count);
   }
