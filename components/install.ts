@@ -134,8 +134,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const leaseRole = new k8s.rbac.v1.Role(`${name}-leases`, {
       metadata: { ...meta, name: `${operatorName}-leader-election` },
       rules: [
-        // Sharded, the leader lists every replica's shard Lease (docs/sharding.md).
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: replicas > 1 ? ["get", "list", "create", "update"] : ["get", "create", "update"] },
+        // Sharded, the leader lists every replica's shard Lease, and deletes a dead replica's (docs/sharding.md).
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: replicas > 1 ? ["get", "list", "create", "update", "delete"] : ["get", "create", "update"] },
         // The replicas' pods: a new leader breaks a dead replica's stack lock once its pod is gone
         // (operator/kube/peer-pods.ts). A namespace-scoped install's role does not cover this namespace.
         { apiGroups: [""], resources: ["pods"], verbs: ["get"] },

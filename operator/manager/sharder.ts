@@ -11,7 +11,7 @@ import { group, plurals, version, type Workload, type WorkloadKind } from "../..
 import type { Logger } from "../base/log.ts";
 import { labelPath } from "../controller/shard-fence.ts";
 import { draining, memberName, ringKey, shardDrainLabel, shardOwner, shardOwnerLabel, shardRingLabel } from "../controller/shard-labels.ts";
-import { apiClient, briefError, isConflict, keyString, patchWorkload, type JsonPatch, type KubeClients, type ObjectKey } from "../kube/clients.ts";
+import { apiClient, briefError, isConflict, isNotFound, keyString, patchWorkload, type JsonPatch, type KubeClients, type ObjectKey } from "../kube/clients.ts";
 import { assign } from "./assignment.ts";
 import { HashRing } from "./ring.ts";
 import type { ShardMetrics } from "./shard-metrics.ts";
@@ -23,13 +23,22 @@ export interface SharderSettings {
   readonly leaseNamespace: string;
   readonly ring: string;
   readonly periodMs: number;
+  /** Whether this replica holds the leader Lease now, by its own clock: asked before every write (a sharder frozen past it writes nothing). */
+  readonly leading: () => boolean;
   readonly log: Logger;
   readonly metrics?: ShardMetrics;
+  /** The Lease calls (tests inject fakes); by default CoordinationV1Api's. */
+  readonly leases?: LeaseCalls;
+  /** A monotonic clock, in ms. */
+  readonly now?: () => number;
 }
+
+export type LeaseCalls = Pick<CoordinationV1Api, "listNamespacedLease" | "deleteNamespacedLease">;
 
 export class Sharder {
   private readonly settings: SharderSettings;
-  private readonly leases: CoordinationV1Api;
+  private readonly leases: LeaseCalls;
+  private readonly now: () => number;
   /** Per Lease: its record as last seen, and when (by this clock) it last changed: client-go's expiry rule, as leader.ts. */
   private readonly observed = new Map<string, { record: string; at: number }>();
   /** Per object key: when this sharder set its drain label. */
@@ -39,7 +48,8 @@ export class Sharder {
 
   constructor(settings: SharderSettings) {
     this.settings = settings;
-    this.leases = apiClient(settings.clients.config, CoordinationV1Api);
+    this.leases = settings.leases ?? apiClient(settings.clients.config, CoordinationV1Api);
+    this.now = settings.now ?? (() => performance.now());
   }
 
   start(): void {
@@ -66,10 +76,11 @@ export class Sharder {
     }
   }
 
-  /** The members whose shard Lease is held and renewed: released, or unchanged for a lease duration by this clock, is dead. */
-  private alive(leases: readonly V1Lease[]): Set<string> {
+  /** The members whose shard Lease is held and renewed, and the dead Leases: released, or unchanged for a lease duration by this clock. */
+  private alive(leases: readonly V1Lease[]): { members: Set<string>; dead: V1Lease[] } {
     const members = new Set<string>();
-    const now = performance.now();
+    const dead: V1Lease[] = [];
+    const now = this.now();
     for (const lease of leases) {
       const spec = lease.spec ?? {};
       const name = lease.metadata?.name ?? "";
@@ -78,8 +89,28 @@ export class Sharder {
       if (seen?.record !== record) this.observed.set(name, { record, at: now });
       const expired = now - (this.observed.get(name)?.at ?? now) > (spec.leaseDurationSeconds ?? 0) * 1000;
       if (spec.holderIdentity && !expired) members.add(memberName(spec.holderIdentity));
+      else dead.push(lease);
     }
-    return members;
+    return { members, dead };
+  }
+
+  /**
+   * Deletes the Leases of dead members (each restart of a replica is a new member): a missing Lease
+   * says dead as well, and its holder, had it lived on unrenewed, has given its lease up by now (its
+   * renew deadline is shorter than the lease). The resourceVersion read makes a renewal win.
+   */
+  private async forget(dead: readonly V1Lease[]): Promise<void> {
+    for (const lease of dead) {
+      const name = lease.metadata?.name ?? "";
+      this.assertLeading();
+      try {
+        await this.leases.deleteNamespacedLease({ name, namespace: this.settings.leaseNamespace, body: { preconditions: { resourceVersion: lease.metadata?.resourceVersion } } });
+        this.settings.log.info("deleted the shard lease of a dead replica", { lease: name, holder: lease.spec?.holderIdentity });
+      } catch (error) {
+        if (!isConflict(error) && !isNotFound(error)) throw error;
+      }
+      this.observed.delete(name);
+    }
   }
 
   private async objects(kind: WorkloadKind): Promise<Workload[]> {
@@ -94,13 +125,19 @@ export class Sharder {
   /** One pass: every object's owner as the ring of live members wants it, drained first where its owner lives. */
   async pass(): Promise<void> {
     const leases = (await this.leases.listNamespacedLease({ namespace: this.settings.leaseNamespace, labelSelector: `${shardRingLabel}=${this.settings.ring}` })).items;
-    const alive = this.alive(leases);
+    const { members: alive, dead } = this.alive(leases);
     const ring = new HashRing(alive);
     const sizes = new Map<string, number>();
     for (const kind of workloadKinds) for (const object of await this.objects(kind)) await this.place(kind, object, ring, alive, sizes);
+    await this.forget(dead);
     this.settings.metrics?.members.set(alive.size);
     this.settings.metrics?.assigned.reset();
     for (const [shard, count] of sizes) this.settings.metrics?.assigned.set({ shard }, count);
+  }
+
+  /** Throws unless this replica leads now: two sharders must not write at once. */
+  private assertLeading(): void {
+    if (!this.settings.leading()) throw new Error("no longer the leader; the sharder writes nothing");
   }
 
   /** Assigns or drains one object as the ring wants it; counts it in its owner's share. */
@@ -111,6 +148,7 @@ export class Sharder {
     if (owner) sizes.set(owner, (sizes.get(owner) ?? 0) + 1);
     if (decision.action === "none") return;
     const target = { kind, namespace, name };
+    this.assertLeading();
     try {
       if (decision.action === "drain") await this.drain(object, target);
       else await this.assignTo(object, target, decision.to, decision.reason);
@@ -126,7 +164,7 @@ export class Sharder {
       { op: "replace", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion },
       { op: "add", path: labelPath(shardDrainLabel), value: "true" },
     ]);
-    this.drainsStarted.set(key, performance.now());
+    this.drainsStarted.set(key, this.now());
     this.settings.log.info("draining an object from its owner", { object: key, owner: shardOwner(object) });
   }
 
@@ -141,7 +179,7 @@ export class Sharder {
     const drainedAt = this.drainsStarted.get(key);
     this.drainsStarted.delete(key);
     const why = drainedAt !== undefined && reason === "new" ? "drained" : reason;
-    if (why === "drained") this.settings.metrics?.drainSeconds.observe((performance.now() - drainedAt!) / 1000);
+    if (why === "drained") this.settings.metrics?.drainSeconds.observe((this.now() - drainedAt!) / 1000);
     this.settings.metrics?.moves.inc({ reason: why });
     this.settings.log.info("assigned an object", { object: key, to, from: shardOwner(object), why });
   }

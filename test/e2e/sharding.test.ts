@@ -15,8 +15,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { after, test } from "node:test";
+import { CoordinationV1Api } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
-import { shardDrainLabel, shardOwnerLabel } from "../../operator/controller/shard-labels.ts";
+import { shardDrainLabel, shardOwnerLabel, shardRingLabel } from "../../operator/controller/shard-labels.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { counterTotal, disposeOperator, httpGet, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
@@ -151,6 +153,12 @@ test("a killed replica's objects move to the others and converge, changes made m
   for (const object of before.filter((o) => !victims.includes(o.metadata.name))) assert.equal(owner(after.find((o) => o.metadata.name === object.metadata.name)!), owner(object));
   assert.ok(counterTotal(await metrics(lead), "appstack_shard_moves_total") - movesBefore >= victims.length);
   assert.ok(seconds < leaseSeconds + 90, `converged in ${seconds} s`);
+  // Its shard Lease goes too: each restart of a replica is a new member, and dead ones must not pile up.
+  const leases = loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api);
+  await eventually("the killed replica's shard lease deleted", async () => {
+    const names = (await leases.listNamespacedLease({ namespace, labelSelector: `${shardRingLabel}=appstack-operator` })).items.map((lease) => lease.metadata?.name ?? "");
+    return names.length === survivors.length && !names.some((name) => name.includes(`-shard-replica-${victim.letter}-`)) ? true : undefined;
+  });
   assertNoInterleaving();
 });
 
