@@ -23,6 +23,11 @@ export interface LeaseSettings {
   readonly retryPeriodMs: number;
   /** Labels the Lease is created with (a shard Lease names its ring). */
   readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * Give the lease up, without renewing it, when the renewal loop wakes past the renew deadline (the
+   * process was frozen). Set when sharded (docs/sharding.md), where others act on a lapsed lease.
+   */
+  readonly giveUpWhenLapsed?: boolean;
 }
 
 export const defaultLeaseTiming = { leaseDurationSeconds: 15, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -106,7 +111,7 @@ export class LeaderElector {
       // may have expired for every other replica meanwhile, and what they did since is unknown
       // here. Renewing now would carry on as if nothing happened; client-go's renew context has
       // run out in the same case.
-      if (this.now() - lastRenew >= this.settings.renewDeadlineMs) {
+      if (this.settings.giveUpWhenLapsed && this.now() - lastRenew >= this.settings.renewDeadlineMs) {
         this.state = "following";
         this.log.error("the lease lapsed while this process did not run; giving it up", { lapsedMs: Math.round(this.now() - lastRenew) });
         onLost();

@@ -31,8 +31,10 @@ export function runShardedReplica(config: OperatorConfig, binaries: EngineBinari
   const member = memberName(election.identity);
   const clients = kubeClients(config.kubeconfig);
   const api = leaseApi(clients.config, defaultLeaseTiming);
-  const shardLease = new LeaderElector(api, { ...election, ...defaultLeaseTiming, name: `${election.name}-shard-${member}`, labels: { [shardRingLabel]: election.name } }, log.with({ lease: "shard" }));
-  const leader = new LeaderElector(api, { ...election, ...defaultLeaseTiming }, log, undefined, (result) => metrics.leaseCalls.inc({ result }));
+  // Both leases are given up when they lapse while the process is frozen: others act on a lapsed one.
+  const timing = { ...defaultLeaseTiming, giveUpWhenLapsed: true };
+  const shardLease = new LeaderElector(api, { ...election, ...timing, name: `${election.name}-shard-${member}`, labels: { [shardRingLabel]: election.name } }, log.with({ lease: "shard" }));
+  const leader = new LeaderElector(api, { ...election, ...timing }, log, undefined, (result) => metrics.leaseCalls.inc({ result }));
   let operator: RunningOperator | undefined;
   let sharder: Sharder | undefined;
   const shardMetrics = new ShardMetrics(metrics.registry, () => operator?.watcher.keys().length ?? 0);
