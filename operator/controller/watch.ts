@@ -11,7 +11,7 @@ import { childApis } from "../kube/child-apis.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
-import { childEvents, type WorkSink } from "./child-events.ts";
+import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
@@ -150,11 +150,7 @@ export class Watcher {
   private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, ns: string | undefined, statusOnly: boolean): Cached<T> {
     const informer = this.informer<T>(resourcePath, resourcePath, list, ns, managedSelector);
     // Sharded, a child's events are work only for a parent of this replica's.
-    const sink: WorkSink = this.shardSelector === undefined ? this.queue : {
-      add: (key) => this.owns(key) && this.queue.add(key),
-      addUnlessWaiting: (key) => this.owns(key) && this.queue.addUnlessWaiting(key),
-    };
-    const handler = childEvents(sink, statusOnly);
+    const handler = childEvents(this.shardSelector === undefined ? this.queue : onlyFor(this.queue, (key) => this.owns(key)), statusOnly);
     for (const type of ["add", "update", "delete"] as const) informer.on(type, handler(type));
     return informer;
   }

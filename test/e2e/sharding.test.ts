@@ -6,11 +6,12 @@
 //   converge, changes made meanwhile included;
 // - a fourth replica takes about a quarter of the objects, each drained from its owner first;
 // - a replica frozen (SIGSTOP) right before a Pulumi update, past its lease, resumes and writes
-//   nothing: its object was moved and changed meanwhile, and the change stays.
+//   nothing: its object was moved and changed meanwhile, and the change stays;
+// - a deleted object is finalized by its owner: its children and its stack go.
 // Throughout, no child is written by two replicas in overlapping windows, and no change is lost.
 // APPSTACK_SHARDING_OBJECTS sets the size (the soak runs 300).
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -18,6 +19,7 @@ import { after, test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
 import { shardDrainLabel, shardOwnerLabel, shardRingLabel } from "../../operator/controller/shard-labels.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { counterTotal, disposeOperator, httpGet, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
@@ -85,7 +87,7 @@ async function leader(): Promise<Replica> {
 }
 
 /** Every object owned by a live replica of `among`, not draining, Ready at its generation with `replicas` replicas in its Deployment. */
-async function converged(workloads: Workloads, among: readonly Replica[], wanted: (name: string) => number, timeoutMs = 300_000): Promise<Workload[]> {
+async function converged(workloads: Workloads, among: readonly Replica[], wanted: (name: string) => number, timeoutMs = Math.max(300_000, objects * 3_000)): Promise<Workload[]> {
   return eventually("every object Ready at its spec, owned by a live replica", async () => {
     const listed = await workloads.list("App", namespace);
     if (listed.length !== objects) return undefined;
@@ -204,5 +206,17 @@ test("a replica frozen right before a Pulumi update, past its lease, resumes and
   const late = log!.writes.filter((write) => write.user === frozen.user && write.at >= frozenAt);
   assert.deepEqual(late, [], "the frozen replica wrote after it resumed");
   assert.equal((await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.replicas, 5, "the change made while it was frozen was lost");
+  assertNoInterleaving();
+});
+
+test("a deleted object is finalized by its owner: its children and its stack go", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const doomed = names.slice(0, 3);
+  for (const name of doomed) await workloads.delete("App", namespace, name);
+  for (const name of doomed) await workloads.gone("App", namespace, name);
+  for (const name of doomed) {
+    await eventually(`${name}'s Deployment gone`, async () => (await cluster().apps.listNamespacedDeployment({ namespace })).items.every((d) => d.metadata?.name !== name) || undefined);
+    assert.ok(!existsSync(join(sharedState, "backend", ".pulumi", "stacks", "appstack", `${stackName("App", namespace, name)}.json`)), `${name}'s stack survived its object`);
+  }
   assertNoInterleaving();
 });
