@@ -76,6 +76,8 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
     // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
     ...(args.backendUrl ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: { secretKeyRef: { name: secretName, key: "backendUrl" } } }] : []),
     { name: "APPSTACK_PASSPHRASE", valueFrom: { secretKeyRef: { name: secretName, key: "passphrase" } } },
+    // More than one replica: each reconciles a share of the objects (docs/sharding.md).
+    ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
   ];
 }
 
@@ -133,7 +135,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const leaseRole = new k8s.rbac.v1.Role(`${name}-leases`, {
       metadata: { ...meta, name: `${operatorName}-leader-election` },
       rules: [
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+        // Sharded, the leader lists every replica's shard Lease, and deletes a dead replica's (docs/sharding.md).
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: replicas > 1 ? ["get", "list", "create", "update", "delete"] : ["get", "create", "update"] },
         // The replicas' pods: a new leader breaks a dead replica's stack lock once its pod is gone
         // (operator/kube/peer-pods.ts). A namespace-scoped install's role does not cover this namespace.
         { apiGroups: [""], resources: ["pods"], verbs: ["get"] },

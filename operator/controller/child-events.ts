@@ -14,6 +14,14 @@ export type ChildEventType = "add" | "update" | "delete";
 /** Where events become work: `add` cuts a backoff short, `addUnlessWaiting` leaves it. */
 export type WorkSink = Pick<WorkQueue, "add" | "addUnlessWaiting">;
 
+/** `queue`, taking only the keys `owns` says are this replica's (sharding: a child's parent may be another replica's). */
+export function onlyFor(queue: WorkSink, owns: (key: string) => boolean): WorkSink {
+  return {
+    add: (key) => (owns(key) ? queue.add(key) : undefined),
+    addUnlessWaiting: (key) => (owns(key) ? queue.addUnlessWaiting(key) : undefined),
+  };
+}
+
 /** Everything of the object but what the API server and the controllers write as it runs. */
 function specFingerprint(object: KubernetesObject): string {
   const { metadata, ...rest } = object as KubernetesObject & { status?: unknown };

@@ -35,9 +35,10 @@ export interface Backoff {
  * shortly (`requeued`: another object of its name is reconciling, the cache is behind the API
  * server, an applied approval is still to be removed), waiting on another engine's stack
  * lock (`locked`); a stack forgotten instead of destroyed (`forgotten`); an operation stopped for
- * the handover (`interrupted`: the next leader carries on).
+ * the handover (`interrupted`: the next leader carries on); an object another replica
+ * owns, or that this one has just drained (`moved`: sharding).
  */
-export type Outcome = "requeued" | "locked" | "forgotten" | "interrupted";
+export type Outcome = "requeued" | "locked" | "forgotten" | "interrupted" | "moved";
 
 /** Result of one run of the handler: nothing (done), or what it came to, and when to run the key again. */
 export type HandlerResult = void | { readonly outcome: Outcome; readonly requeueAfterMs?: number };

@@ -14,6 +14,7 @@ import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer } from "./finalizer.ts";
 import type { BindingGuard } from "./binding-guard.ts";
 import { Ownership } from "./ownership.ts";
+import type { ShardFence } from "./shard-fence.ts";
 import { awaiting, Previewing } from "./previewing.ts";
 import { maxUnreadableRetryMs } from "./namespace-availability.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
@@ -42,6 +43,8 @@ export interface ReconcilerDeps {
   readonly log: Logger;
   readonly backoff: (key: string) => Backoff;
   readonly bindingGuard: BindingGuard;
+  /** Sharded (docs/sharding.md): whether this replica may act on an object, checked before anything else. */
+  readonly shard?: ShardFence;
 }
 
 export class Reconciler {
@@ -89,6 +92,8 @@ export class Reconciler {
     // nothing is decided from them. The watcher queues its objects again once it is readable.
     if (this.deps.watcher.unreadable(namespace)) return { outcome: "requeued", requeueAfterMs: maxUnreadableRetryMs };
     const cached = this.deps.watcher.workload(kind, namespace, name);
+    // Not this replica's (any more): forgotten here, whatever its cache says; never deleted.
+    if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return { outcome: "moved" };
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
       // Only then: every event of a gone object's children (its pods going) lands here too.

@@ -11,8 +11,9 @@ import { childApis } from "../kube/child-apis.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
-import { childEvents, type WorkSink } from "./child-events.ts";
+import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
+import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
 type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
@@ -77,15 +78,22 @@ export class Watcher {
   private readonly watchTimeoutMs: number;
   /** With a list of namespaces: which of them answer 403 (deleted, or their RoleBinding gone). */
   private readonly availability: NamespaceAvailability | undefined;
+  /** Sharded: the selector of this replica's objects (its owner label); children's events count only for those. */
+  private readonly shardSelector: string | undefined;
 
-  /** `watchTimeoutMs`: how long the API server keeps one watch open (see kube/bounded-watch.ts). */
+  /**
+   * `watchTimeoutMs`: how long the API server keeps one watch open (see kube/bounded-watch.ts).
+   * `shardMember`: sharded, this replica's name: only the objects labelled for it are watched.
+   */
   constructor(
     clients: KubeClients,
     namespaces: Namespaces,
     queue: WorkSink,
     log: Logger,
     watchTimeoutMs: number,
+    shardMember?: string,
   ) {
+    this.shardSelector = shardMember === undefined ? undefined : `${shardOwnerLabel}=${shardMember}`;
     this.clients = clients;
     this.namespaces = namespaces;
     this.queue = queue;
@@ -110,19 +118,23 @@ export class Watcher {
   private workloadInformer(kind: WorkloadKind, ns: string | undefined): Cached<Workload> {
     const plural = plurals[kind];
     const list = async () => {
+      const labelSelector = this.shardSelector;
       const result: unknown = ns
-        ? await this.clients.custom.listNamespacedCustomObject({ group, version, namespace: ns, plural })
-        : await this.clients.custom.listClusterCustomObject({ group, version, plural });
+        ? await this.clients.custom.listNamespacedCustomObject({ group, version, namespace: ns, plural, ...(labelSelector ? { labelSelector } : {}) })
+        : await this.clients.custom.listClusterCustomObject({ group, version, plural, ...(labelSelector ? { labelSelector } : {}) });
       const typed = result as { items: Workload[]; metadata?: { resourceVersion?: string } };
       // List items carry no kind; the cache and the reconciler want it.
       for (const item of typed.items) Object.assign(item, { kind });
       return typed;
     };
-    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list, ns);
+    // Sharded, an object that leaves the selection (moved to another replica) is a deletion to the
+    // informer: its key is queued, and the reconciler's shard fence forgets it (shard-fence.ts).
+    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list, ns, this.shardSelector);
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
-      const fingerprint = JSON.stringify([object.metadata.generation, object.metadata.deletionTimestamp, object.metadata.finalizers, object.metadata.annotations]);
+      // A drain asked for by the sharder is work too: the owner lets the object go (shard-fence.ts).
+      const fingerprint = JSON.stringify([object.metadata.generation, object.metadata.deletionTimestamp, object.metadata.finalizers, object.metadata.annotations, object.metadata.labels?.[shardDrainLabel]]);
       if (this.seen.get(object.metadata.uid) === fingerprint) return;
       this.seen.set(object.metadata.uid, fingerprint);
       this.queue.add(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
@@ -137,7 +149,8 @@ export class Watcher {
   /** `statusOnly`: a kind read only for the status, whose events never cut a backoff short. */
   private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, ns: string | undefined, statusOnly: boolean): Cached<T> {
     const informer = this.informer<T>(resourcePath, resourcePath, list, ns, managedSelector);
-    const handler = childEvents(this.queue, statusOnly);
+    // Sharded, a child's events are work only for a parent of this replica's.
+    const handler = childEvents(this.shardSelector === undefined ? this.queue : onlyFor(this.queue, (key) => this.owns(key)), statusOnly);
     for (const type of ["add", "update", "delete"] as const) informer.on(type, handler(type));
     return informer;
   }
@@ -262,6 +275,12 @@ export class Watcher {
       if (found) return { ...found, kind } as Workload;
     }
     return undefined;
+  }
+
+  /** Whether the caches hold the object of `key`: sharded, whether it is this replica's. */
+  private owns(key: string): boolean {
+    const { kind, namespace, name } = parseKey(key);
+    return this.workload(kind, namespace, name) !== undefined;
   }
 
   /** The key of every App and Memcached in the caches. */

@@ -27,6 +27,11 @@ export interface OperatorConfig {
   readonly healthPort: number;
   /** The Lease that elects one reconciling replica; undefined runs without election. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
+  /**
+   * Every replica reconciles a share of the objects (docs/sharding.md): each holds a shard Lease,
+   * the leader assigns objects to live replicas by consistent hashing. Needs leader election.
+   */
+  readonly sharding: boolean;
   /** The operator's RoleBinding in each watched namespace (APPSTACK_RBAC_BINDING, set by a namespace-scoped install): kept while objects there have finalizers. */
   readonly rbacBinding?: string;
   /** The pod this replica runs in (POD_NAME, from the downward API); undefined outside one. */
@@ -73,6 +78,7 @@ export const operatorOptions = {
   "log-format": { type: "string" },
   "health-addr": { type: "string" },
   "leader-elect": { type: "string" },
+  sharding: { type: "string" },
   "operation-timeout-seconds": { type: "string" },
   "resync-seconds": { type: "string" },
 } as const satisfies ParseArgsOptionsConfig;
@@ -81,7 +87,7 @@ export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: 
 
 export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
-  --leader-elect=true|false  --operation-timeout-seconds=N  --resync-seconds=N
+  --leader-elect=true|false  --sharding=true|false  --operation-timeout-seconds=N  --resync-seconds=N
   (each also an environment variable; see docs/configuration.md)`;
 
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
@@ -134,6 +140,14 @@ function leaderElection(setting: Setting, env: Env): OperatorConfig["leaderElect
   };
 }
 
+/** Leader election, and sharding on top of it (which needs the leader to assign the objects). */
+function elections(setting: Setting, env: Env): Pick<OperatorConfig, "leaderElection" | "sharding"> {
+  const election = leaderElection(setting, env);
+  const sharding = (setting("sharding", "APPSTACK_SHARDING") ?? "false") === "true";
+  if (sharding && !election) throw new Error("sharding needs leader election: the leader assigns the objects to the replicas");
+  return { leaderElection: election, sharding };
+}
+
 /** Where stack state lives and how its secrets are encrypted. */
 function storage(setting: Setting, env: Env, readOnly: boolean): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
   const stateDir = setting("state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
@@ -167,7 +181,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
     ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
-    leaderElection: leaderElection(setting, env),
+    ...elections(setting, env),
     ...(env["POD_NAME"] ? { podName: env["POD_NAME"] } : {}),
     ...(env["APPSTACK_RBAC_BINDING"] ? { rbacBinding: env["APPSTACK_RBAC_BINDING"] } : {}),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,

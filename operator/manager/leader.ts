@@ -21,6 +21,13 @@ export interface LeaseSettings {
   readonly leaseDurationSeconds: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
+  /** Labels the Lease is created with (a shard Lease names its ring). */
+  readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * Give the lease up, without renewing it, when the renewal loop wakes past the renew deadline (the
+   * process was frozen). Set when sharded (docs/sharding.md), where others act on a lapsed lease.
+   */
+  readonly giveUpWhenLapsed?: boolean;
 }
 
 export const defaultLeaseTiming = { leaseDurationSeconds: 15, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -44,6 +51,8 @@ export class LeaderElector {
   private renewing: Promise<number | undefined> | undefined;
   /** When (by this replica's clock) the write that won the lease was sent. */
   private acquiredAt: number | undefined;
+  /** When (by this replica's clock) the last write that won or renewed the lease was sent. */
+  private renewedAt: number | undefined;
   /** The lease record as last seen, and when (by this replica's clock) it last changed. */
   private observed: { record: string; at: number } | undefined;
   state: LeadershipState = "unknown";
@@ -81,6 +90,7 @@ export class LeaderElector {
       const sentAt = await this.attempt();
       if (sentAt !== undefined) {
         this.acquiredAt = sentAt;
+        this.renewedAt = sentAt;
         this.state = "leading";
         this.log.info("became the leader", { lease: `${this.settings.namespace}/${this.settings.name}`, identity: this.settings.identity });
         return;
@@ -97,6 +107,16 @@ export class LeaderElector {
     while (!this.stopped) {
       await sleep(this.settings.retryPeriodMs);
       if (this.stopped) return;
+      // Woken past the renew deadline (the process was frozen: SIGSTOP, a paused VM): the lease
+      // may have expired for every other replica meanwhile, and what they did since is unknown
+      // here. Renewing now would carry on as if nothing happened; client-go's renew context has
+      // run out in the same case.
+      if (this.settings.giveUpWhenLapsed && this.now() - lastRenew >= this.settings.renewDeadlineMs) {
+        this.state = "following";
+        this.log.error("the lease lapsed while this process did not run; giving it up", { lapsedMs: Math.round(this.now() - lastRenew) });
+        onLost();
+        return;
+      }
       // A call that hangs must not outlast the deadline it is meant to meet.
       const left = Math.max(1, this.settings.renewDeadlineMs - (this.now() - lastRenew));
       this.renewing = withinDeadline(this.attempt(), left).then((sentAt) => (typeof sentAt === "number" ? sentAt : undefined), () => undefined);
@@ -105,6 +125,7 @@ export class LeaderElector {
       if (this.stopped) return;
       if (renewedAt !== undefined) {
         lastRenew = renewedAt;
+        this.renewedAt = renewedAt;
         continue;
       }
       if (this.now() - lastRenew >= this.settings.renewDeadlineMs) {
@@ -137,6 +158,15 @@ export class LeaderElector {
       }
     }
     this.state = "following";
+  }
+
+  /**
+   * Whether this replica holds the lease now, by its own monotonic clock: renewed within the renew
+   * deadline, which ends before the lease can expire for anyone else. Checked before every write
+   * that only the holder may make; false from the moment renewing falls behind, frozen or not.
+   */
+  holdsNow(): boolean {
+    return this.state === "leading" && !this.stopped && this.renewedAt !== undefined && this.now() - this.renewedAt < this.settings.renewDeadlineMs;
   }
 
   /**
@@ -196,7 +226,7 @@ export class LeaderElector {
     if (!this.mayWrite()) return undefined;
     try {
       const sentAt = this.now();
-      await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec() } });
+      await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, ...(this.settings.labels ? { labels: { ...this.settings.labels } } : {}) }, spec: this.spec() } });
       this.holder = this.settings.identity;
       return sentAt;
     } catch (error) {

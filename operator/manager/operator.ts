@@ -12,6 +12,7 @@ import type { EngineBinaries } from "../pulumi/engine.ts";
 import { PlanStore } from "../pulumi/plans.ts";
 import { WorkQueue } from "../controller/queue.ts";
 import { Reconciler } from "../controller/reconcile.ts";
+import { ShardFence } from "../controller/shard-fence.ts";
 import { prepareWorkDir } from "../pulumi/stack-selection.ts";
 import { StackDriver } from "../pulumi/stacks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
@@ -27,8 +28,18 @@ export interface RunningOperator {
   abort(): Promise<void>;
 }
 
-/** `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running. */
-export async function startOperator(config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal): Promise<RunningOperator> {
+/** A sharded replica's part (docs/sharding.md): its member name, whether it holds its shard Lease now, and what to tell of a drain. */
+export interface ShardMembership {
+  readonly member: string;
+  readonly holdsLease: () => boolean;
+  readonly onDrained?: () => void;
+}
+
+/**
+ * `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running.
+ * `shard`: sharded, this replica watches and reconciles only the objects labelled for it.
+ */
+export async function startOperator(config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal, shard?: ShardMembership): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   // Leading already: a state folder that does not answer must not stop the lease's renewal.
@@ -45,6 +56,8 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
       // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.
       ...(config.leaderElection ? { otherHost: peerPodCheck(clients.core, config.leaderElection.namespace) } : {}),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+      // No Pulumi process starts once the shard lease is not held: a replica frozen past it writes nothing.
+      ...(shard ? { mayOperate: shard.holdsLease } : {}),
     },
     log,
     metrics?.operationObserver,
@@ -58,11 +71,12 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
     maxDelayMs: config.maxRetryMs,
     paused: true,
   });
-  const watcher = new Watcher(clients, config.namespaces, queue, log, config.watchTimeoutMs);
+  const watcher = new Watcher(clients, config.namespaces, queue, log, config.watchTimeoutMs, shard?.member);
   // Beside the stack state, so that a plan outlives a restart wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"), io);
   const bindingGuard = new BindingGuard(clients, config.rbacBinding, log);
-  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard });
+  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard,
+    ...(shard ? { shard: new ShardFence({ clients, member: shard.member, holdsLease: shard.holdsLease, log, ...(shard.onDrained ? { onDrained: shard.onDrained } : {}) }) } : {}) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();
   // Both before the queue runs anything: the warm-up may make the template new stacks use.

@@ -11,6 +11,7 @@ import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
 import type { Logger } from "../base/log.ts";
 import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
+import { runShardedReplica } from "./sharded-replica.ts";
 import type { EngineBinaries } from "../pulumi/engine.ts";
 import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
@@ -27,6 +28,7 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   // its holder is gone. Only where the hostname is the pod's name (unique among live pods).
   if (config.podName === hostname()) await breakLocksOfEarlierContainers(config.backendUrl, projectName, log, new StateIo(config.operationTimeoutMs));
   let operator: RunningOperator | undefined;
+  if (config.sharding) return startShardedService(config, binaries, log);
   const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }), () => operator?.watcher.namespaceStates() ?? new Map());
   const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;
   const elector = lease ? new LeaderElector(leaseApi(kubeClients(config.kubeconfig).config, lease), lease, log, undefined, (result) => metrics.leaseCalls.inc({ result })) : undefined;
@@ -84,6 +86,26 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
       }
       await elector?.release();
       metrics.leader.set(0);
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Sharded (docs/sharding.md): every replica reconciles its share; the leader also assigns the objects. */
+async function startShardedService(config: OperatorConfig, binaries: EngineBinaries, log: Logger): Promise<OperatorService> {
+  // The replica's operator is made after the metrics, which read it.
+  const started: { replica?: ReturnType<typeof runShardedReplica> } = {};
+  const running = () => started.replica?.operator();
+  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map());
+  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false }, metrics.registry);
+  const address = server.address();
+  log.info("serving /healthz, /readyz and /metrics (sharded)", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
+  const replica = runShardedReplica(config, binaries, log, metrics);
+  started.replica = replica;
+  return {
+    server,
+    async stop() {
+      await replica.stop();
       await new Promise((resolve) => server.close(resolve));
     },
   };

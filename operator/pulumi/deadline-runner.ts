@@ -44,12 +44,20 @@ export class DeadlineRunner {
   private readonly log: Logger;
   private readonly stopEngines: EngineStopper;
   private readonly observer?: OperationObserver;
+  private readonly mayStart: () => boolean;
 
-  constructor(deadlineMs: number, log: Logger, stopEngines: EngineStopper, observer?: OperationObserver) {
+  /** `mayStart`: asked right before any Pulumi process starts (a sharded replica's lease, docs/sharding.md). */
+  constructor(deadlineMs: number, log: Logger, stopEngines: EngineStopper, observer?: OperationObserver, mayStart: () => boolean = () => true) {
     this.deadlineMs = deadlineMs;
     this.log = log;
     this.stopEngines = stopEngines;
     this.observer = observer;
+    this.mayStart = mayStart;
+  }
+
+  /** Throws, starting nothing, unless this replica may still run Pulumi (it holds its shard lease now, by its own clock). */
+  private fence(what: string): void {
+    if (!this.mayStart()) throw new OperationInterrupted(`pulumi ${what} was not started: this replica no longer holds its shard lease`);
   }
 
   /** This replica is handing over: its engines are being killed, and what fails from now on was stopped, not failed. */
@@ -86,6 +94,7 @@ export class DeadlineRunner {
    * its own, which finds its process by its arguments.
    */
   async command<T>(kind: StackOperation["kind"], stack: string | undefined, what: string, call: () => Promise<T>, kill: () => Promise<void> | void = () => (stack ? this.stopEngines(stack, `pulumi ${what} did not finish within its deadline`) : undefined)): Promise<T> {
+    this.fence(what);
     const started = new Date();
     const deadlineMs = this.deadlineMs;
     const result = await withinDeadline(call(), deadlineMs).catch((error: unknown) => {
@@ -104,6 +113,7 @@ export class DeadlineRunner {
    * must never hold a worker or its stack for ever.
    */
   async run(name: string, kind: StackOperation["kind"], operation: (signal: AbortSignal) => Promise<Outcome>): Promise<StackOperation> {
+    this.fence(kind);
     const started = new Date();
     let result: StackOperation["result"] = "failed";
     const deadlineMs = this.deadlineMs;

@@ -42,6 +42,8 @@ export type StackDriverSettings = EngineSettings &
     readonly operationTimeoutMs?: number;
     /** Updates kept in each stack's history (history-retention.ts). */
     readonly historyLimit?: number;
+    /** Asked before every Pulumi process starts: false (a sharded replica whose lease lapsed) stops the operation first. */
+    readonly mayOperate?: () => boolean;
   };
 
 export class StackDriver {
@@ -66,7 +68,7 @@ export class StackDriver {
     this.checkpoints = new Checkpoints(settings.backendUrl, this.io);
     this.pending = new PendingOperations(this.checkpoints);
     this.recovery = new Recovery(settings, log, this.io, this.pending);
-    this.deadlines = new DeadlineRunner(deadlineMs, log, (stack, why) => this.recovery.stopEngines(stack, why), observer);
+    this.deadlines = new DeadlineRunner(deadlineMs, log, (stack, why) => this.recovery.stopEngines(stack, why), observer, settings.mayOperate);
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
   }

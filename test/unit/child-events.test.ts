@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { instanceLabel, kindLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
-import { childEvents, type ChildEventType } from "../../operator/controller/child-events.ts";
+import { childEvents, onlyFor, type ChildEventType } from "../../operator/controller/child-events.ts";
 
 /** The calls the watch makes on the queue. */
 function recordingQueue() {
@@ -65,4 +65,12 @@ test("an object without appstack's owner labels is no one's work", () => {
   stray.metadata!.labels = { [managedByLabel]: managedBy };
   childEvents(queue, false)("add")(stray);
   assert.deepEqual(queue.calls, []);
+});
+
+test("sharded, a child's events are work only for a parent this replica owns", () => {
+  const queue = recordingQueue();
+  const handler = childEvents(onlyFor(queue, (key) => key === "App/default/web"), false);
+  handler("add")(deployment("1", 1, 0));
+  handler("add")({ ...deployment("1", 1, 0), metadata: { name: "other", namespace: "default", uid: "d-2", labels: { ...labels, [instanceLabel]: "other" } } });
+  assert.deepEqual(queue.calls, ["add App/default/web"]);
 });

@@ -54,3 +54,10 @@ test("a read-only load (appstack preview) creates no state folder and no passphr
   assert.equal(config.backendUrl, `file://${untouched}/backend`);
   assert.equal(existsSync(untouched), false);
 });
+
+test("sharding is off unless asked for, and needs leader election", () => {
+  assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir }).sharding, false);
+  assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir, APPSTACK_SHARDING: "true" }).sharding, true);
+  assert.equal(loadConfig(flags(["--sharding=true"]), { APPSTACK_STATE_DIR: stateDir }).sharding, true);
+  assert.throws(() => loadConfig({}, { APPSTACK_STATE_DIR: stateDir, APPSTACK_SHARDING: "true", APPSTACK_LEADER_ELECT: "false" }), /sharding needs leader election/);
+});

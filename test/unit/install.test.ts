@@ -83,3 +83,14 @@ test("a namespace-scoped install may touch its own binding only (its finalizers)
   const wideSpec = (await inputsOf(clusterWide, "kubernetes:apps/v1:Deployment", "wide-operator"))["spec"] as DeploymentSpec;
   assert.ok(!wideSpec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_RBAC_BINDING"));
 });
+
+test("more than one replica shards the objects: APPSTACK_SHARDING, and the right to list the replicas' shard Leases and delete a dead one's", async () => {
+  const sharded = new install.AppstackInstall("sharded", { passphrase: "p", backendUrl: "s3://bucket", replicas: 3 });
+  const spec = (await inputsOf(sharded, "kubernetes:apps/v1:Deployment", "sharded-operator"))["spec"] as DeploymentSpec;
+  assert.ok(spec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_SHARDING" && e.value === "true"));
+  const leases = (await inputsOf(sharded, "kubernetes:rbac.authorization.k8s.io/v1:Role", "sharded-leases"))["rules"] as { resources: string[]; verbs: string[] }[];
+  assert.deepEqual(leases.find((rule) => rule.resources.includes("leases"))?.verbs, ["get", "list", "create", "update", "delete"]);
+  const single = new install.AppstackInstall("single", { passphrase: "p" });
+  const singleSpec = (await inputsOf(single, "kubernetes:apps/v1:Deployment", "single-operator"))["spec"] as DeploymentSpec;
+  assert.ok(!singleSpec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_SHARDING"));
+});

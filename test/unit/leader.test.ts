@@ -200,3 +200,23 @@ test("a leader that stops contending goes on renewing its lease until it release
   await assert.rejects(acquiring, /stopped before the lease was acquired/);
   assert.equal(leases.lease?.spec?.holderIdentity, "c");
 });
+
+test("sharded, a holder frozen past its renew deadline gives the lease up when it resumes, without renewing it, and holds it no more meanwhile", async () => {
+  // A clock of the test's: the freeze is a jump of it while the renewal loop sleeps.
+  let clock = 1_000;
+  const leases = new FakeLeases();
+  const elector = new LeaderElector(leases, { ...settings("a"), giveUpWhenLapsed: true }, log, () => clock);
+  await elector.acquire();
+  assert.equal(elector.holdsNow(), true);
+  let writes = 0;
+  leases.fault = (call) => (call === "replace" && writes++, Promise.resolve());
+  // Frozen (SIGSTOP, a paused VM) for longer than the renew deadline: nobody took the lease, so a
+  // renewal would succeed, but every other replica may have acted on its expiry meanwhile.
+  clock += timing.renewDeadlineMs + 1;
+  assert.equal(elector.holdsNow(), false, "still held by its own clock after the renew deadline");
+  const lost = new Promise<string>((resolve) => void elector.keepRenewing(() => resolve("lost")));
+  const outcome = await Promise.race([lost, sleep(1_000).then(() => "still holding")]);
+  elector.stop();
+  assert.equal(outcome, "lost");
+  assert.equal(writes, 0, "renewed a lease that had lapsed while it was frozen");
+});

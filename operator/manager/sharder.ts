@@ -1,0 +1,186 @@
+// The sharder, run by the leader: every period it lists the shard Leases and the objects, builds the
+// ring of the live replicas, and writes each object's owner or drain label as assignment.ts decides.
+// Each write names the resourceVersion read, so a write crossing an owner's confirmation fails and
+// waits for the next pass. Objects get their owner only here: a new object waits up to one period
+// (no webhook labels it at creation).
+import { CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { workloadKinds } from "../../components/kinds.ts";
+import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import type { Logger } from "../base/log.ts";
+import { labelPath } from "../controller/shard-fence.ts";
+import { draining, memberName, ringKey, shardDrainLabel, shardOwner, shardOwnerLabel, shardRingLabel } from "../controller/shard-labels.ts";
+import { apiClient, briefError, isConflict, isNotFound, keyString, patchWorkload, type JsonPatch, type KubeClients, type ObjectKey } from "../kube/clients.ts";
+import { assign } from "./assignment.ts";
+import { HashRing } from "./ring.ts";
+import type { ShardMetrics } from "./shard-metrics.ts";
+
+export interface SharderSettings {
+  readonly clients: KubeClients;
+  readonly namespaces: readonly string[] | "all";
+  /** Where the shard Leases are, and the ring's name (their label's value). */
+  readonly leaseNamespace: string;
+  readonly ring: string;
+  readonly periodMs: number;
+  /** Whether this replica holds the leader Lease now, by its own clock: asked before every write (a sharder frozen past it writes nothing). */
+  readonly leading: () => boolean;
+  readonly log: Logger;
+  readonly metrics?: ShardMetrics;
+  /** The Lease calls (tests inject fakes); by default CoordinationV1Api's. */
+  readonly leases?: LeaseCalls;
+  /** A monotonic clock, in ms. */
+  readonly now?: () => number;
+}
+
+export type LeaseCalls = Pick<CoordinationV1Api, "listNamespacedLease" | "deleteNamespacedLease">;
+
+export class Sharder {
+  private readonly settings: SharderSettings;
+  private readonly leases: LeaseCalls;
+  private readonly now: () => number;
+  /** Per Lease: its record as last seen, and when (by this clock) it last changed: client-go's expiry rule, as leader.ts. */
+  private readonly observed = new Map<string, { record: string; at: number }>();
+  /** Per object key: when this sharder set its drain label. */
+  private readonly drainsStarted = new Map<string, number>();
+  private stopped = false;
+  private running: Promise<void> | undefined;
+
+  constructor(settings: SharderSettings) {
+    this.settings = settings;
+    this.leases = settings.leases ?? apiClient(settings.clients.config, CoordinationV1Api);
+    this.now = settings.now ?? (() => performance.now());
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    let failing = false;
+    while (!this.stopped) {
+      try {
+        await this.pass();
+        if (failing) this.settings.log.info("the sharder's pass succeeds again");
+        failing = false;
+      } catch (error) {
+        if (!failing) this.settings.log.warn("the sharder's pass failed; retrying", { error: briefError(error) });
+        failing = true;
+      }
+      await sleep(this.settings.periodMs);
+    }
+  }
+
+  /** The members whose shard Lease is held and renewed, and the dead Leases: released, or unchanged for a lease duration by this clock. */
+  private alive(leases: readonly V1Lease[]): { members: Set<string>; dead: V1Lease[] } {
+    const members = new Set<string>();
+    const dead: V1Lease[] = [];
+    const now = this.now();
+    for (const lease of leases) {
+      const spec = lease.spec ?? {};
+      const name = lease.metadata?.name ?? "";
+      const record = JSON.stringify([spec.holderIdentity, spec.renewTime, spec.leaseDurationSeconds, lease.metadata?.resourceVersion]);
+      const seen = this.observed.get(name);
+      if (seen?.record !== record) this.observed.set(name, { record, at: now });
+      const expired = now - (this.observed.get(name)?.at ?? now) > (spec.leaseDurationSeconds ?? 0) * 1000;
+      if (spec.holderIdentity && !expired) members.add(memberName(spec.holderIdentity));
+      else dead.push(lease);
+    }
+    return { members, dead };
+  }
+
+  /**
+   * Deletes the Leases of dead members (each restart of a replica is a new member): a missing Lease
+   * says dead as well, and its holder, had it lived on unrenewed, has given its lease up by now (its
+   * renew deadline is shorter than the lease). The resourceVersion read makes a renewal win.
+   */
+  private async forget(dead: readonly V1Lease[]): Promise<void> {
+    for (const lease of dead) {
+      const name = lease.metadata?.name ?? "";
+      this.assertLeading();
+      try {
+        await this.leases.deleteNamespacedLease({ name, namespace: this.settings.leaseNamespace, body: { preconditions: { resourceVersion: lease.metadata?.resourceVersion } } });
+        this.settings.log.info("deleted the shard lease of a dead replica", { lease: name, holder: lease.spec?.holderIdentity });
+      } catch (error) {
+        if (!isConflict(error) && !isNotFound(error)) throw error;
+      }
+      this.observed.delete(name);
+    }
+  }
+
+  private async objects(kind: WorkloadKind): Promise<Workload[]> {
+    const { custom } = this.settings.clients;
+    const plural = plurals[kind];
+    const lists: unknown[] = this.settings.namespaces === "all"
+      ? [await custom.listClusterCustomObject({ group, version, plural })]
+      : await Promise.all(this.settings.namespaces.map((namespace) => custom.listNamespacedCustomObject({ group, version, namespace, plural })));
+    return lists.flatMap((list) => (list as { items: Workload[] }).items.map((item) => ({ ...item, kind }) as Workload));
+  }
+
+  /** One pass: every object's owner as the ring of live members wants it, drained first where its owner lives. */
+  async pass(): Promise<void> {
+    const leases = (await this.leases.listNamespacedLease({ namespace: this.settings.leaseNamespace, labelSelector: `${shardRingLabel}=${this.settings.ring}` })).items;
+    const { members: alive, dead } = this.alive(leases);
+    const ring = new HashRing(alive);
+    const sizes = new Map<string, number>();
+    for (const kind of workloadKinds) for (const object of await this.objects(kind)) await this.place(kind, object, ring, alive, sizes);
+    await this.forget(dead);
+    this.settings.metrics?.members.set(alive.size);
+    this.settings.metrics?.assigned.reset();
+    for (const [shard, count] of sizes) this.settings.metrics?.assigned.set({ shard }, count);
+  }
+
+  /** Throws unless this replica leads now: two sharders must not write at once. */
+  private assertLeading(): void {
+    if (!this.settings.leading()) throw new Error("no longer the leader; the sharder writes nothing");
+  }
+
+  /** Assigns or drains one object as the ring wants it; counts it in its owner's share. */
+  private async place(kind: WorkloadKind, object: Workload, ring: HashRing, alive: ReadonlySet<string>, sizes: Map<string, number>): Promise<void> {
+    const { namespace = "", name } = object.metadata;
+    const decision = assign({ owner: shardOwner(object), draining: draining(object) }, ringKey(kind, namespace, name), ring, alive);
+    const owner = decision.action === "assign" ? decision.to : shardOwner(object);
+    if (owner) sizes.set(owner, (sizes.get(owner) ?? 0) + 1);
+    if (decision.action === "none") return;
+    const target = { kind, namespace, name };
+    this.assertLeading();
+    try {
+      if (decision.action === "drain") await this.drain(object, target);
+      else await this.assignTo(object, target, decision.to, decision.reason);
+    } catch (error) {
+      // Changed since the list (its owner confirmed a drain, a person edited it): the next pass sees it anew.
+      if (!isConflict(error)) throw error;
+    }
+  }
+
+  private async drain(object: Workload, target: ObjectKey): Promise<void> {
+    const key = keyString(target);
+    await patchWorkload(this.settings.clients, target, [
+      { op: "replace", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion },
+      { op: "add", path: labelPath(shardDrainLabel), value: "true" },
+    ]);
+    this.drainsStarted.set(key, this.now());
+    this.settings.log.info("draining an object from its owner", { object: key, owner: shardOwner(object) });
+  }
+
+  private async assignTo(object: Workload, target: ObjectKey, to: string, reason: "new" | "owner-gone"): Promise<void> {
+    const key = keyString(target);
+    const labels = object.metadata.labels ?? {};
+    const patch: JsonPatch = [{ op: "replace", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }];
+    if (!object.metadata.labels) patch.push({ op: "add", path: "/metadata/labels", value: {} });
+    patch.push({ op: "add", path: labelPath(shardOwnerLabel), value: to });
+    if (labels[shardDrainLabel] !== undefined) patch.push({ op: "remove", path: labelPath(shardDrainLabel) });
+    await patchWorkload(this.settings.clients, target, patch);
+    const drainedAt = this.drainsStarted.get(key);
+    this.drainsStarted.delete(key);
+    const why = drainedAt !== undefined && reason === "new" ? "drained" : reason;
+    if (why === "drained") this.settings.metrics?.drainSeconds.observe((this.now() - drainedAt!) / 1000);
+    this.settings.metrics?.moves.inc({ reason: why });
+    this.settings.log.info("assigned an object", { object: key, to, from: shardOwner(object), why });
+  }
+}

@@ -1,0 +1,239 @@
+// Sharding (docs/sharding.md): operator replicas, each its own process with its own client
+// certificate (so that admission sees which replica wrote), share one stack backend (a real PostgreSQL server) and the
+// objects. A webhook records every write to the children. In order, on one cluster:
+// - three replicas share the objects, each reconciling its own;
+// - a replica killed (SIGKILL) loses its objects to the others once its lease expires, and they
+//   converge, changes made meanwhile included;
+// - a fourth replica takes about a quarter of the objects, each drained from its owner first;
+// - a replica frozen (SIGSTOP) right before a Pulumi update, past its lease, resumes and writes
+//   nothing: its object was moved and changed meanwhile, and the change stays;
+// - a deleted object is finalized by its owner: its children and its stack go.
+// Throughout, no child is written by two replicas in overlapping windows, and no change is lost.
+// APPSTACK_SHARDING_OBJECTS sets the size (the soak runs 300).
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { CoordinationV1Api } from "@kubernetes/client-node";
+import type { Workload } from "../../crds/types.ts";
+import { memberName, ringKey, shardDrainLabel, shardOwnerLabel, shardRingLabel } from "../../operator/controller/shard-labels.ts";
+import { HashRing } from "../../operator/manager/ring.ts";
+import { stackName } from "../../operator/pulumi/stack-names.ts";
+import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { eventually, useCluster } from "../helpers/cluster.ts";
+import { counterTotal, disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
+import { processesUnder } from "../helpers/proctree.ts";
+import { interleavedWriters, recordWrites, replicaKubeconfig, type WriteLog } from "../helpers/write-log.ts";
+
+const objects = Number(process.env["APPSTACK_SHARDING_OBJECTS"] ?? "18");
+const namespace = "default";
+const scratch = mkdtempSync(join(tmpdir(), "appstack-sharding-test-"));
+/** The one stack backend every replica shares: a real PostgreSQL server, as replicas on several nodes would share. */
+let postgres: PostgresServer | undefined;
+const sharedBackend = () => postgres!.url;
+const leaseSeconds = 15;
+
+interface Replica {
+  readonly letter: string;
+  /** Its client certificate's user: what admission sees. */
+  readonly user: string;
+  readonly process: OperatorProcess;
+}
+
+const replicas: Replica[] = [];
+let log: WriteLog | undefined;
+const cluster = useCluster(async ({ cluster: local }) => {
+  postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line) });
+  log = await recordWrites(local, namespace);
+}, async () => {
+  for (const replica of replicas) if (replica.process.child.exitCode === null && replica.process.child.signalCode === null) signalTree(replica, "SIGCONT");
+  for (const replica of replicas) await disposeOperator(replica.process).catch(() => undefined);
+  await log?.remove().catch(() => undefined);
+  // The server's data is in the scratch folder: removed only once the server has stopped.
+  await postgres?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const names = Array.from({ length: objects }, (_, i) => `shard-${String(i).padStart(3, "0")}`);
+const isReplica = (user: string) => user.startsWith("appstack-replica-");
+
+async function startReplica(letter: string): Promise<Replica> {
+  const user = `appstack-replica-${letter}`;
+  const kubeconfig = replicaKubeconfig(cluster().cluster, user);
+  const process = await startOperatorProcess(kubeconfig, {
+    installApi: replicas.length === 0,
+    env: { APPSTACK_SHARDING: "true", APPSTACK_BACKEND_URL: sharedBackend(), POD_NAME: `replica-${letter}`, APPSTACK_CONCURRENCY: "2" },
+  });
+  const replica = { letter, user, process };
+  replicas.push(replica);
+  return replica;
+}
+
+const metrics = async (replica: Replica) => (await httpGet(`http://127.0.0.1:${replica.process.healthPort}/metrics`)).body;
+const owner = (object: Workload) => object.metadata.labels?.[shardOwnerLabel];
+/** The replica a member name (the owner label's value) belongs to. */
+const ownedBy = (object: Workload, replica: Replica) => owner(object)?.startsWith(`replica-${replica.letter}-`) ?? false;
+const alive = (replica: Replica) => replica.process.child.exitCode === null && replica.process.child.signalCode === null;
+
+/** The whole tree of a replica: its process group first, so that nothing new starts meanwhile, then its plugins (groups of their own). */
+function signalTree(replica: Replica, signal: "SIGSTOP" | "SIGCONT"): void {
+  const root = replica.process.child.pid!;
+  if (signal === "SIGSTOP") process.kill(-root, signal);
+  for (const pid of [root, ...processesUnder(root)]) process.kill(pid, signal);
+}
+
+async function leader(): Promise<Replica> {
+  return eventually("a leader", async () => {
+    for (const replica of replicas.filter(alive)) if (metricValue(await metrics(replica), "appstack_leader") === 1) return replica;
+    return undefined;
+  });
+}
+
+/** Every object owned by a live replica of `among`, not draining, Ready at its generation with `replicas` replicas in its Deployment. */
+async function converged(workloads: Workloads, among: readonly Replica[], wanted: (name: string) => number, timeoutMs = Math.max(300_000, objects * 3_000)): Promise<Workload[]> {
+  return eventually("every object Ready at its spec, owned by a live replica", async () => {
+    const listed = await workloads.list("App", namespace);
+    if (listed.length !== objects) return undefined;
+    for (const object of listed) {
+      if (!among.some((replica) => ownedBy(object, replica)) || object.metadata.labels?.[shardDrainLabel]) return undefined;
+      const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      if (!ready || object.status?.observedGeneration !== object.metadata.generation) return undefined;
+    }
+    for (const object of listed) {
+      const deployment = await cluster().apps.readNamespacedDeployment({ name: object.metadata.name, namespace });
+      if (deployment.spec?.replicas !== wanted(object.metadata.name)) return undefined;
+    }
+    return listed;
+  }, timeoutMs);
+}
+
+/** The ring of the members whose shard Lease is held now. */
+async function liveRing(): Promise<HashRing> {
+  const leases = (await loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api).listNamespacedLease({ namespace, labelSelector: `${shardRingLabel}=appstack-operator` })).items;
+  return new HashRing(leases.filter((lease) => lease.spec?.holderIdentity).map((lease) => memberName(lease.spec!.holderIdentity!)));
+}
+
+function assertNoInterleaving(): void {
+  assert.deepEqual(interleavedWriters(log!.writes, isReplica), [], "children written by two replicas in overlapping windows");
+}
+
+const scale = new Map<string, number>();
+const wanted = (name: string) => scale.get(name) ?? 1;
+
+async function setReplicas(workloads: Workloads, name: string, count: number): Promise<void> {
+  scale.set(name, count);
+  await workloads.mergeSpec("App", namespace, name, { replicas: count });
+}
+
+test("three replicas share the objects, each reconciling its own", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  for (const letter of ["a", "b", "c"]) await startReplica(letter);
+  // Every member's lease exists before the first object: none is assigned to a ring of fewer (and drained again).
+  for (const replica of replicas) await eventually(`replica ${replica.letter}'s shard lease`, async () => (metricValue(await metrics(replica).catch(() => ""), "appstack_shard_lease") === 1 ? true : undefined));
+  const lead = await leader();
+  await eventually("the sharder to see three members", async () => (metricValue(await metrics(lead), "appstack_shard_members") === 3 ? true : undefined));
+  for (const name of names) await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+  const listed = await converged(workloads, replicas, wanted);
+  // Each object where the ring of the three members puts it (a member's share may be small: the ring's, not the test's, to judge).
+  const ring = await liveRing();
+  for (const object of listed) assert.equal(owner(object), ring.owner(ringKey("App", namespace, object.metadata.name)), object.metadata.name);
+  for (const replica of replicas) {
+    const share = listed.filter((object) => ownedBy(object, replica)).length;
+    await eventually(`replica ${replica.letter}'s shard size metric`, async () => (metricValue(await metrics(replica), "appstack_shard_objects") === share ? true : undefined));
+    // Each replica wrote exactly the children of its own objects.
+    const written = new Set(log!.writes.filter((w) => w.user === replica.user).map((w) => w.object.split("/")[1]));
+    assert.deepEqual([...written].sort(), listed.filter((object) => ownedBy(object, replica)).map((o) => o.metadata.name).sort(), `replica ${replica.letter} wrote others' children`);
+  }
+  assertNoInterleaving();
+});
+
+test("a killed replica's objects move to the others and converge, changes made meanwhile included", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const lead = await leader();
+  const victim = replicas.find((replica) => replica !== lead && alive(replica))!;
+  const before = await workloads.list("App", namespace);
+  const victims = before.filter((object) => ownedBy(object, victim)).map((object) => object.metadata.name);
+  const movesBefore = counterTotal(await metrics(lead), "appstack_shard_moves_total");
+  const killedAt = Date.now();
+  await victim.process.stop("SIGKILL");
+  for (const name of victims) await setReplicas(workloads, name, 2);
+  const survivors = replicas.filter(alive);
+  const after = await converged(workloads, survivors, wanted);
+  const seconds = (Date.now() - killedAt) / 1000;
+  console.error(`${victims.length} objects of a killed replica moved and converged in ${seconds.toFixed(1)} s (lease ${leaseSeconds} s)`);
+  assert.ok(victims.every((name) => !ownedBy(after.find((o) => o.metadata.name === name)!, victim)));
+  // Only the dead replica's objects moved.
+  for (const object of before.filter((o) => !victims.includes(o.metadata.name))) assert.equal(owner(after.find((o) => o.metadata.name === object.metadata.name)!), owner(object));
+  assert.ok(counterTotal(await metrics(lead), "appstack_shard_moves_total") - movesBefore >= victims.length);
+  assert.ok(seconds < leaseSeconds + 90, `converged in ${seconds} s`);
+  // Its shard Lease goes too: each restart of a replica is a new member, and dead ones must not pile up.
+  const leases = loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api);
+  await eventually("the killed replica's shard lease deleted", async () => {
+    const names = (await leases.listNamespacedLease({ namespace, labelSelector: `${shardRingLabel}=appstack-operator` })).items.map((lease) => lease.metadata?.name ?? "");
+    return names.length === survivors.length && !names.some((name) => name.includes(`-shard-replica-${victim.letter}-`)) ? true : undefined;
+  });
+  assertNoInterleaving();
+});
+
+test("a replica that joins takes about a quarter, each object drained from its owner first", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const before = await workloads.list("App", namespace);
+  const joining = await startReplica("d");
+  // Changes while the objects move: each must be applied once, by one replica at a time.
+  for (const name of names) await setReplicas(workloads, name, 3);
+  const survivors = replicas.filter(alive);
+  const after = await converged(workloads, survivors, wanted);
+  const moved = after.filter((object) => owner(object) !== owner(before.find((o) => o.metadata.name === object.metadata.name)!));
+  console.error(`${moved.length} of ${objects} objects moved to the new replica`);
+  assert.ok(moved.every((object) => ownedBy(object, joining)), "an object moved between old replicas");
+  // How many move is the ring's to say (about a quarter on average): each object is where the ring of the live members puts it.
+  const ring = await liveRing();
+  for (const object of after) assert.equal(owner(object), ring.owner(ringKey("App", namespace, object.metadata.name)), object.metadata.name);
+  const lead = await leader();
+  assert.ok(metricValue(await metrics(lead), "appstack_shard_moves_total", { reason: "drained" })! >= moved.length);
+  let confirmed = 0;
+  for (const replica of survivors.filter((r) => r !== joining)) confirmed += counterTotal(await metrics(replica), "appstack_shard_drains_total");
+  assert.ok(confirmed >= moved.length, `${confirmed} drains confirmed for ${moved.length} moves`);
+  assertNoInterleaving();
+});
+
+test("a replica frozen right before a Pulumi update, past its lease, resumes and writes nothing", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const lead = await leader();
+  const frozen = replicas.find((replica) => replica !== lead && alive(replica) && replica.letter !== "d") ?? replicas.find((replica) => replica !== lead && alive(replica))!;
+  const target = (await workloads.list("App", namespace)).find((object) => ownedBy(object, frozen))!;
+  const name = target.metadata.name;
+  // The replica's reconcile of the change stops at its status write, right before its `pulumi up`.
+  const hold = log!.holdStatusWrite(frozen.user, name);
+  await setReplicas(workloads, name, 4);
+  await hold.held;
+  signalTree(frozen, "SIGSTOP");
+  const frozenAt = Date.now();
+  hold.release();
+  // Meanwhile its lease expires, the object moves, and changes again: the new owner applies it.
+  await setReplicas(workloads, name, 5);
+  await converged(workloads, replicas.filter((replica) => alive(replica) && replica !== frozen), wanted);
+  signalTree(frozen, "SIGCONT");
+  // It finds its lease lapsed and exits.
+  await eventually("the frozen replica to exit", async () => (alive(frozen) ? undefined : true), 60_000);
+  const late = log!.writes.filter((write) => write.user === frozen.user && write.at >= frozenAt);
+  assert.deepEqual(late, [], "the frozen replica wrote after it resumed");
+  assert.equal((await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.replicas, 5, "the change made while it was frozen was lost");
+  assertNoInterleaving();
+});
+
+test("a deleted object is finalized by its owner: its children and its stack go", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const doomed = names.slice(0, 3);
+  for (const name of doomed) await workloads.delete("App", namespace, name);
+  for (const name of doomed) await workloads.gone("App", namespace, name);
+  for (const name of doomed) {
+    await eventually(`${name}'s Deployment gone`, async () => (await cluster().apps.listNamespacedDeployment({ namespace })).items.every((d) => d.metadata?.name !== name) || undefined);
+    const stackRows = await postgres!.query<{ key: string }>("SELECT key FROM pulumi_state WHERE key = $1", [`postgres/.pulumi/stacks/appstack/${stackName("App", namespace, name)}.json`]);
+    assert.deepEqual(stackRows, [], `${name}'s stack survived its object`);
+  }
+  assertNoInterleaving();
+});

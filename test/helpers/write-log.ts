@@ -1,0 +1,158 @@
+// Every write to appstack's children in one namespace, with who made it: a validating admission
+// webhook that allows everything and records each Deployment and Service create, update and delete
+// (dry runs left out) with the request's user. With a client certificate per operator replica
+// (replicaKubeconfig), a test tells the replicas apart and checks that no object was written by two
+// of them in overlapping windows. It can also hold one user's status write of an App, to stop a
+// reconcile at a known point (right before its Pulumi update).
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { AdmissionregistrationV1Api, AppsV1Api } from "@kubernetes/client-node";
+import yaml from "js-yaml";
+import type { LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { kubeconfigYaml } from "../../toolchain/cluster/kubeconfig.ts";
+import { clientCertificate } from "../../toolchain/cluster/pki.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { eventually } from "./cluster.ts";
+
+type ClusterFiles = Pick<LocalCluster, "kubeconfig" | "dir">;
+
+export interface Write {
+  /** Date.now() when the webhook saw it. */
+  readonly at: number;
+  readonly user: string;
+  readonly operation: string;
+  /** deployments/NAME or services/NAME. */
+  readonly object: string;
+}
+
+interface Request {
+  uid: string;
+  operation: string;
+  dryRun?: boolean;
+  name?: string;
+  namespace?: string;
+  resource: { resource: string };
+  subResource?: string;
+  userInfo?: { username?: string };
+}
+
+export interface WriteLog {
+  readonly writes: readonly Write[];
+  /** Holds the next status write of App `name` by `user` until released; `held` resolves once one waits. */
+  holdStatusWrite(user: string, name: string): { held: Promise<void>; release(): void };
+  remove(): Promise<void>;
+}
+
+/** A kubeconfig of the cluster for `user` (in system:masters): its own client certificate, so that admission sees who wrote. */
+export function replicaKubeconfig(local: ClusterFiles, user: string): string {
+  const pki = (file: string) => readFileSync(join(local.dir, "pki", file), "utf8");
+  const admin = yaml.load(readFileSync(local.kubeconfig, "utf8")) as { clusters: { name: string; cluster: { server: string } }[] };
+  const cluster = admin.clusters[0]!;
+  const identity = clientCertificate({ certPem: pki("ca.crt"), keyPem: pki("ca.key") }, { commonName: user, organization: "system:masters" });
+  const path = join(local.dir, `${user}.kubeconfig`);
+  writeFileSync(path, kubeconfigYaml(cluster.name, cluster.cluster.server, pki("ca.crt"), user, identity), { mode: 0o600 });
+  return path;
+}
+
+const probeName = "write-log-probe";
+
+export async function recordWrites(local: ClusterFiles, namespace: string): Promise<WriteLog> {
+  const writes: Write[] = [];
+  const holds: { user: string; name: string; settle: () => void; waiting: (() => void)[]; released: boolean }[] = [];
+  let probed = false;
+  const pki = (file: string) => readFileSync(join(local.dir, "pki", file));
+  const server: Server = createServer({ cert: pki("apiserver.crt"), key: pki("apiserver.key") }, (req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const { request } = JSON.parse(body) as { request: Request };
+      const allow = () => {
+        res.setHeader("Content-Type", "application/json");
+        res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: request.uid, allowed: true } }));
+      };
+      if (request.name === probeName) probed = true;
+      const user = request.userInfo?.username ?? "";
+      if (request.resource.resource === "apps" && request.subResource === "status") {
+        const hold = holds.find((h) => !h.released && h.user === user && h.name === request.name);
+        if (!hold) return allow();
+        hold.waiting.push(allow);
+        return hold.settle();
+      }
+      if (!request.dryRun && !request.subResource) writes.push({ at: Date.now(), user, operation: request.operation, object: `${request.resource.resource}/${request.name}` });
+      allow();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  server.unref();
+  const port = (server.address() as AddressInfo).port;
+  const kc = loadKubeConfig(local.kubeconfig);
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  const configName = "appstack-test-write-log";
+  const operations = ["CREATE", "UPDATE", "DELETE"];
+  await admission.createValidatingWebhookConfiguration({
+    body: {
+      metadata: { name: configName },
+      webhooks: [{
+        name: "write-log.test.appstack.dev",
+        admissionReviewVersions: ["v1"],
+        sideEffects: "None",
+        failurePolicy: "Ignore",
+        timeoutSeconds: 30,
+        clientConfig: { url: `https://127.0.0.1:${port}/log`, caBundle: pki("ca.crt").toString("base64") },
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+        rules: [
+          { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations, scope: "Namespaced" },
+          { apiGroups: [""], apiVersions: ["v1"], resources: ["services"], operations, scope: "Namespaced" },
+          { apiGroups: ["appstack.dev"], apiVersions: ["*"], resources: ["apps/status"], operations: ["UPDATE"], scope: "Namespaced" },
+        ],
+      }],
+    },
+  });
+  const apps = kc.makeApiClient(AppsV1Api);
+  const probe = { metadata: { name: probeName }, spec: { selector: { matchLabels: { app: probeName } }, template: { metadata: { labels: { app: probeName } }, spec: { containers: [{ name: "c", image: "x" }] } } } };
+  await eventually("the write-log webhook to be called", async () => {
+    await apps.createNamespacedDeployment({ namespace, body: probe, dryRun: "All" });
+    return probed || undefined;
+  });
+  return {
+    writes,
+    holdStatusWrite(user, name) {
+      let settle!: () => void;
+      const held = new Promise<void>((resolve) => (settle = resolve));
+      const hold = { user, name, settle, waiting: [] as (() => void)[], released: false };
+      holds.push(hold);
+      return {
+        held,
+        release() {
+          hold.released = true;
+          for (const answer of hold.waiting.splice(0)) answer();
+        },
+      };
+    },
+    async remove() {
+      for (const hold of holds) for (const answer of hold.waiting.splice(0)) answer();
+      await admission.deleteValidatingWebhookConfiguration({ name: configName });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await closed;
+    },
+  };
+}
+
+/**
+ * The objects written by two users in overlapping windows: one whose writers, in order, return to
+ * a user after another one wrote (A, B, A). Objects only move forward between replicas here, so
+ * each object's writers must form runs of one user each.
+ */
+export function interleavedWriters(writes: readonly Write[], users: (user: string) => boolean): string[] {
+  const runs = new Map<string, string[]>();
+  for (const write of writes) {
+    if (!users(write.user)) continue;
+    const run = runs.get(write.object) ?? [];
+    if (run.at(-1) !== write.user) run.push(write.user);
+    runs.set(write.object, run);
+  }
+  return [...runs].filter(([, run]) => new Set(run).size !== run.length).map(([object, run]) => `${object}: ${run.join(" -> ")}`);
+}
