@@ -93,15 +93,20 @@ async function leader(): Promise<Replica> {
 }
 
 /** Every object owned by a live replica of `among`, not draining, Ready at its generation with `replicas` replicas in its Deployment. */
-async function converged(workloads: Workloads, among: readonly Replica[], wanted: (name: string) => number, timeoutMs = Math.max(300_000, objects * 3_000)): Promise<Workload[]> {
+/** Owned by one of `among` (with `ring`, by the member it puts the object on), not draining, Ready at its generation. */
+function settled(object: Workload, among: readonly Replica[], ring: HashRing | undefined): boolean {
+  if (!among.some((replica) => ownedBy(object, replica)) || object.metadata.labels?.[shardDrainLabel]) return false;
+  if (ring && owner(object) !== ring.owner(ringKey("App", namespace, object.metadata.name))) return false;
+  const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+  return ready && object.status?.observedGeneration === object.metadata.generation;
+}
+
+/** Every object Ready at its spec and owned by one of `among`; with `ring`, by the member that ring puts it on. */
+async function converged(workloads: Workloads, among: readonly Replica[], wanted: (name: string) => number, ring?: HashRing, timeoutMs = Math.max(300_000, objects * 3_000)): Promise<Workload[]> {
   return eventually("every object Ready at its spec, owned by a live replica", async () => {
     const listed = await workloads.list("App", namespace);
     if (listed.length !== objects) return undefined;
-    for (const object of listed) {
-      if (!among.some((replica) => ownedBy(object, replica)) || object.metadata.labels?.[shardDrainLabel]) return undefined;
-      const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-      if (!ready || object.status?.observedGeneration !== object.metadata.generation) return undefined;
-    }
+    if (!listed.every((object) => settled(object, among, ring))) return undefined;
     for (const object of listed) {
       const deployment = await cluster().apps.readNamespacedDeployment({ name: object.metadata.name, namespace });
       if (deployment.spec?.replicas !== wanted(object.metadata.name)) return undefined;
@@ -110,11 +115,14 @@ async function converged(workloads: Workloads, among: readonly Replica[], wanted
   }, timeoutMs);
 }
 
-/** The ring of the members whose shard Lease is held now. */
-async function liveRing(): Promise<HashRing> {
+/** The members whose shard Lease is held now. */
+async function liveMembers(): Promise<string[]> {
   const leases = (await loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(CoordinationV1Api).listNamespacedLease({ namespace, labelSelector: `${shardRingLabel}=appstack-operator` })).items;
-  return new HashRing(leases.filter((lease) => lease.spec?.holderIdentity).map((lease) => memberName(lease.spec!.holderIdentity!)));
+  return leases.filter((lease) => lease.spec?.holderIdentity).map((lease) => memberName(lease.spec!.holderIdentity!));
 }
+
+/** The ring of the members whose shard Lease is held now. */
+const liveRing = async () => new HashRing(await liveMembers());
 
 function assertNoInterleaving(): void {
   assert.deepEqual(interleavedWriters(log!.writes, isReplica), [], "children written by two replicas in overlapping windows");
@@ -182,15 +190,21 @@ test("a replica that joins takes about a quarter, each object drained from its o
   const workloads = new Workloads(cluster().cluster.kubeconfig);
   const before = await workloads.list("App", namespace);
   const joining = await startReplica("d");
+  // The ring with the new member in it: convergence means every object is where it puts it, so the
+  // wait below cannot end before the sharder has seen the new member (nor before the moves).
+  const members = await eventually("the joining replica's shard Lease", async () => {
+    const live = await liveMembers();
+    return live.some((member) => member.startsWith("replica-d-")) ? live : undefined;
+  });
+  const ring = new HashRing(members);
   // Changes while the objects move: each must be applied once, by one replica at a time.
   for (const name of names) await setReplicas(workloads, name, 3);
   const survivors = replicas.filter(alive);
-  const after = await converged(workloads, survivors, wanted);
+  const after = await converged(workloads, survivors, wanted, ring);
   const moved = after.filter((object) => owner(object) !== owner(before.find((o) => o.metadata.name === object.metadata.name)!));
   console.error(`${moved.length} of ${objects} objects moved to the new replica`);
   assert.ok(moved.every((object) => ownedBy(object, joining)), "an object moved between old replicas");
   // How many move is the ring's to say (about a quarter on average): each object is where the ring of the live members puts it.
-  const ring = await liveRing();
   for (const object of after) assert.equal(owner(object), ring.owner(ringKey("App", namespace, object.metadata.name)), object.metadata.name);
   const lead = await leader();
   assert.ok(metricValue(await metrics(lead), "appstack_shard_moves_total", { reason: "drained" })! >= moved.length);
