@@ -65,6 +65,9 @@ deployments.on("update", (d: KubernetesObject) => {
   const app = apps.get(d.metadata?.name ?? "", d.metadata?.namespace);
   if (app) enqueue(app);
 });
+// An informer stops at its first error (a watch the API server ends, a CRD not served yet just
+// after its install); controller-runtime starts again, and so does the baseline.
+for (const informer of [apps, deployments]) informer.on("error", () => setTimeout(() => void informer.start(), 1_000));
 await apps.start();
 await deployments.start();
 process.on("SIGTERM", () => process.exit(0));

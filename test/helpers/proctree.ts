@@ -70,6 +70,8 @@ export class ProcessTreeSampler {
   private samples = 0;
   /** The root's RSS at the last sample. */
   rootKiB = 0;
+  /** The tree's PSS at the last sample that read it. */
+  treePssKiB = 0;
   private readonly pulumiPids = new Set<number>();
   /** Every process seen below the root, by pid and start time: its command name and its CPU ticks at the last sample. */
   private readonly seenCpu = new Map<string, { comm: string; ticks: number }>();
@@ -140,6 +142,7 @@ export class ProcessTreeSampler {
     this.rootKiB = rootStat.rssKiB;
     this.peakRootKiB = Math.max(this.peakRootKiB, rootStat.rssKiB);
     this.peakTreeKiB = Math.max(this.peakTreeKiB, total);
+    if (withPss) this.treePssKiB = pss;
     this.peakTreePssKiB = Math.max(this.peakTreePssKiB, pss);
   }
 }

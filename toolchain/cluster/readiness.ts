@@ -60,11 +60,14 @@ export async function waitForApiServer(apiserver: ComponentProcess, kubeconfig: 
   await waitUntil("kube-apiserver /readyz", apiserver, marker, async () => (await statusOf(httpsGet, url, options)) === 200, failing);
 }
 
+/** The pods one kwok node takes (the kubelet's default is 110); the bench adds nodes for more (test/bench/settings.ts). */
+export const fakeNodePods = 250;
+
 /** Nodes that kwok manages (by annotation), with room for the pods of a benchmark run. */
 export async function createFakeNodes(kubeconfig: string, count: number): Promise<string[]> {
   const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
   const names = Array.from({ length: count }, (_, i) => `kwok-node-${i}`);
-  const capacity = { cpu: "32", memory: "256Gi", pods: "250" };
+  const capacity = { cpu: "32", memory: "256Gi", pods: String(fakeNodePods) };
   for (const name of names) {
     const node: V1Node = {
       metadata: {

@@ -1,0 +1,100 @@
+// The bench's rounds: objects written at once, timed until each is Ready, with the CPU and the
+// processes of the reconciler's tree; shared by the bench (run.ts) and its scale round (scale.ts).
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { App } from "../../crds/types.ts";
+import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { httpGet } from "../helpers/http.ts";
+import type { ProcessTreeSampler } from "../helpers/proctree.ts";
+import type { CpuMeter } from "./cpu.ts";
+import type { Round } from "./tables.ts";
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+export const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } as const;
+
+/** The operator's metrics; empty for the baseline, which has none. */
+export async function scrape(metricsPort: number | undefined): Promise<string> {
+  return metricsPort ? (await httpGet(`http://127.0.0.1:${metricsPort}/metrics`)).body : "";
+}
+
+/** A reconciler's process tree, sampled, and the meter of its CPU and the control plane's. */
+export interface Tree {
+  readonly sampler: ProcessTreeSampler;
+  readonly meter: CpuMeter;
+}
+
+/** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
+export async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, { sampler, meter }: Tree, metricsPort?: number): Promise<Round> {
+  const metrics = () => scrape(metricsPort);
+  const metricsBefore = await metrics();
+  sampler.resetPulumiCount();
+  const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
+  const splitBefore = meter.snapshot();
+  const written = new Map<string, { at: number; generation: number }>();
+  const started = Date.now();
+  await Promise.all(names.map(async (name) => {
+    const object = (await write(name)) as App;
+    written.set(name, { at: Date.now(), generation: object.metadata.generation ?? 1 });
+  }));
+  const readyAt = new Map<string, number>();
+  while (readyAt.size < names.length) {
+    const list = (await clients.custom.listNamespacedCustomObject({ ...appsApi, namespace })) as { items: App[] };
+    for (const app of list.items) {
+      const wrote = written.get(app.metadata.name);
+      const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && app.status.observedGeneration === app.metadata.generation;
+      if (wrote && ready && (app.metadata.generation ?? 0) >= wrote.generation && !readyAt.has(app.metadata.name)) readyAt.set(app.metadata.name, Date.now());
+    }
+    if (Date.now() - started > 30 * 60_000) throw new Error(`only ${readyAt.size} of ${names.length} Ready after 30 minutes`);
+    await sleep(250);
+  }
+  const perObject = [...readyAt].map(([name, at]) => (at - written.get(name)!.at) / 1000).sort((a, b) => a - b);
+  return {
+    n: names.length,
+    totalSeconds: (Math.max(...readyAt.values()) - started) / 1000,
+    p50: percentile(perObject, 50),
+    p95: percentile(perObject, 95),
+    pulumiProcesses: sampler.pulumiProcesses,
+    childCpuSeconds: (sampler.cpuSeconds()?.children ?? 0) - cpuBefore,
+    cpu: meter.since(splitBefore),
+    ...(metricsPort ? { operations: countersBetween(metricsBefore, await metrics(), ["appstack_pulumi_operations_total", "appstack_reconcile_errors_total"]) } : {}),
+  };
+}
+
+/** What each labelled series of the counters `names` grew by between two scrapes, as "labels +n". */
+export function countersBetween(before: string, after: string, names: string[]): string {
+  const series = (body: string) => new Map(body.split("\n").filter((line) => names.some((name) => line.startsWith(`${name}{`))).map((line) => [line.slice(0, line.lastIndexOf(" ")), Number(line.slice(line.lastIndexOf(" ") + 1))]));
+  const old = series(before);
+  return [...series(after)].map(([key, value]) => [key, value - (old.get(key) ?? 0)] as const).filter(([, grew]) => grew > 0).map(([key, grew]) => `${key.replace(/^appstack_/, "")} +${grew}`).join(", ") || "none";
+}
+
+export const appNames = (n: number) => Array.from({ length: n }, (_, i) => `app-${i}`);
+
+export async function applyAndWait(clients: KubeClients, namespace: string, n: number, tree: Tree, metricsPort?: number): Promise<Round> {
+  await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
+  return writeAndWait(clients, namespace, appNames(n), (name) => clients.custom.createNamespacedCustomObject({
+    ...appsApi, namespace,
+    body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
+  }), tree, metricsPort);
+}
+
+export function setImage(clients: KubeClients, namespace: string, image: string): (name: string) => Promise<unknown> {
+  return (name) => clients.custom.patchNamespacedCustomObject({ ...appsApi, namespace, name, body: { spec: { image } } }, mergePatch);
+}
+
+/** Until the operator's `/readyz` answers 200 (leading, caches synced). */
+export async function untilReady(port: number): Promise<void> {
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
+    if ((await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200) return;
+  }
+  throw new Error("the operator was not ready within 120 s");
+}
+
+export function node(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [join(repoRoot, script)], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...env } });
+}
+

@@ -1,0 +1,68 @@
+// What the operator's state costs at scale: its folder's size on disk, and the time of the pinned
+// Pulumi CLI's `stack ls` against its file backend (the command a person runs through
+// `appstack stacks`, operator/cmd/stacks-cli.ts, with the engines' home and workspace).
+import { spawnSync } from "node:child_process";
+import { lstatSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { processStat } from "../../operator/base/procfs.ts";
+import { engineFolders } from "../../operator/manager/config.ts";
+import { toolPath } from "../../toolchain/tools.ts";
+
+export interface FolderSize {
+  /** The files' sizes added up. */
+  readonly bytes: number;
+  /** The blocks they take on disk. */
+  readonly diskBytes: number;
+  readonly files: number;
+}
+
+export function folderSize(dir: string): FolderSize {
+  let bytes = 0;
+  let diskBytes = 0;
+  let files = 0;
+  const walk = (path: string) => {
+    const stat = lstatSync(path);
+    diskBytes += stat.blocks * 512;
+    if (stat.isDirectory()) for (const entry of readdirSync(path)) walk(join(path, entry));
+    else {
+      bytes += stat.size;
+      files++;
+    }
+  };
+  walk(dir);
+  return { bytes, diskBytes, files };
+}
+
+export interface StackLs {
+  /** Wall-clock seconds of each run, sorted. */
+  readonly seconds: number[];
+  /** CPU seconds of each run (the CLI and anything it started), in the same order as run. */
+  readonly cpuSeconds: number[];
+  readonly stacks: number;
+}
+
+/** This process's reaped children's CPU seconds: a child run by spawnSync is reaped when it returns. */
+function childrenCpuSeconds(): number {
+  const fields = processStat(process.pid)?.fields ?? [];
+  return (Number(fields[13] ?? 0) + Number(fields[14] ?? 0)) / 100;
+}
+
+/** `pulumi stack ls --json` against the operator's local backend in `stateDir`, `runs` times. */
+export function stackLsSeconds(stateDir: string, passphrase: string, runs: number): StackLs {
+  const { pulumiHome, workDir } = engineFolders(stateDir);
+  const env = { ...process.env, PULUMI_HOME: pulumiHome, PULUMI_BACKEND_URL: pathToFileURL(join(stateDir, "backend")).href, PULUMI_CONFIG_PASSPHRASE: passphrase, PULUMI_SKIP_UPDATE_CHECK: "true" };
+  const seconds: number[] = [];
+  const cpuSeconds: number[] = [];
+  let stacks = 0;
+  for (let i = 0; i < runs; i++) {
+    const cpuBefore = childrenCpuSeconds();
+    const started = Date.now();
+    const result = spawnSync(toolPath("pulumi"), ["stack", "ls", "--json", "--non-interactive"], { cwd: workDir, env, encoding: "utf8", timeout: 600_000, maxBuffer: 64 * 2 ** 20 });
+    seconds.push((Date.now() - started) / 1000);
+    cpuSeconds.push(childrenCpuSeconds() - cpuBefore);
+    if (result.status !== 0) throw new Error(`pulumi stack ls failed (${result.status ?? result.signal}): ${result.stderr}`);
+    stacks = (JSON.parse(result.stdout) as unknown[]).length;
+  }
+  return { seconds: seconds.sort((a, b) => a - b), cpuSeconds, stacks };
+}
