@@ -10,7 +10,8 @@ const install = new AppstackInstall("appstack", {
   image: config.get("image"),
   replicas: config.getNumber("replicas"),
   watchNamespaces: config.getObject<string[]>("watchNamespaces"),
-  backendUrl: config.get("backendUrl"),
+  // A postgres:// URL carries its password: `pulumi config set --secret appstack:backendUrl ...`.
+  backendUrl: config.getSecret("backendUrl"),
   parallelism: config.getNumber("parallelism"),
   storageSize: config.get("storageSize"),
   resources: config.getObject("resources"),

@@ -16,8 +16,8 @@ export interface AppstackInstallArgs {
   readonly replicas?: number;
   /** Namespaces to watch; empty for all. */
   readonly watchNamespaces?: readonly string[];
-  /** A Pulumi backend URL; default a file backend on a PersistentVolumeClaim. */
-  readonly backendUrl?: string;
+  /** A Pulumi backend URL; default a file backend on a PersistentVolumeClaim. It may carry a password: kept secret, in a Secret. */
+  readonly backendUrl?: pulumi.Input<string>;
   /** Objects reconciled at once. Default 3. */
   readonly parallelism?: number;
   /** Encrypts stack secrets; stored in a Secret. */

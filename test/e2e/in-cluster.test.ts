@@ -4,7 +4,6 @@
 // really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
 // cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,11 +19,11 @@ import { holdWrites } from "../helpers/hold.ts";
 import { httpGet } from "../helpers/http.ts";
 import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
+import { isReady, killContainer, operatorNamespace, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
 import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
 
 const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
 const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
-const operatorNamespace = "appstack-system";
 const namespace = "default";
 const waitMs = 300_000;
 
@@ -45,33 +44,8 @@ function figure(line: string): void {
 
 const secondsSince = (start: number) => ((Date.now() - start) / 1000).toFixed(1);
 
-/** `npx appstack pulumi ARGS` on the repository's program against the test cluster, with a deadline. */
-function pulumi(args: string[], timeoutMs = 600_000): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "pulumi", ...args, "--non-interactive"], {
-      cwd: repoRoot,
-      timeout: timeoutMs,
-      maxBuffer: 64 * 1024 * 1024,
-      env: {
-        ...process.env,
-        KUBECONFIG: cluster!.kubeconfig,
-        PULUMI_BACKEND_URL: `file://${stateDir}`,
-        PULUMI_HOME: join(stateDir, "home"),
-        PULUMI_CONFIG_PASSPHRASE: "in-cluster-test",
-      },
-    }, (error, stdout, stderr) => {
-      // How it ended when it failed (an exit code, a signal, a spawn error), beside what it printed.
-      const ending = error ? `\n[${error.message.split("\n")[0]}; signal ${error.signal ?? "none"}]` : "";
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: `${stdout}\n${stderr}${ending}` });
-    });
-  });
-}
-
-async function pulumiOk(...args: string[]): Promise<string> {
-  const { code, output } = await pulumi(args);
-  assert.equal(code, 0, `pulumi ${args.join(" ")}:\n${output}`);
-  return output;
-}
+const { ok: pulumiOk } = repositoryProgram(() => cluster!, stateDir);
+const podsOf = (ns: string, selector: string) => podsOfIn(core, ns, selector);
 
 before(async () => {
   if (!enabled) return;
@@ -96,12 +70,6 @@ after(async () => {
   rmSync(join(repoRoot, `Pulumi.${stack}.yaml`), { force: true });
   if (enabled) console.error(`figures:\n  ${[...figures, `file duration ${secondsSince(fileStarted)} s`].join("\n  ")}`);
 });
-
-const isReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
-
-async function podsOf(ns: string, selector: string): Promise<V1Pod[]> {
-  return (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
-}
 
 let operatorPod: V1Pod;
 
@@ -258,12 +226,7 @@ test("the operator pod deleted while an App change is in flight: it stops within
   assert.equal(deployment.spec?.replicas, 3);
 });
 
-/** SIGKILL to the operator container's init (tini): the container dies with its engines, the kubelet restarts it in the same pod. */
-function killOperatorContainer(pod: V1Pod): void {
-  const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "") ?? "";
-  assert.ok(id, "the operator container's id");
-  execFileSync("ctr", ["--address", cluster!.realNode!.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id], { timeout: 30_000 });
-}
+const killOperatorContainer = (pod: V1Pod) => killContainer(cluster!, pod);
 
 test("the default install's operator container killed while an App change is in flight: the kubelet restarts it, the held change is applied", { skip, timeout: 600_000 }, async () => {
   // Its engine holds the stack's lock, inside the update (the Deployment's patch held), when the container is killed.

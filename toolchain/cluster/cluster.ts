@@ -177,6 +177,11 @@ function refuseRealNode(options: ClusterOptions): void {
   if (other) throw new Error(`cluster ${other.name} already runs a real node on this machine (one at a time: kube-proxy's iptables chains are machine-wide); stop it first`);
 }
 
+/** With a real node, the server listens on the bridge's address: the operator's pods reach the host only there. */
+function postgresNetwork(realNode: RealNodeState | undefined): { address: string; clients: string } | undefined {
+  return realNode ? { address: realNode.network.gateway, clients: realNode.network.podCidr } : undefined;
+}
+
 function prepareNode(options: ClusterOptions, name: string, dir: string, log: (line: string) => void): { realNode?: RealNodeState; apiserverAddress: string } {
   if (!options.realNode) return { apiserverAddress: "127.0.0.1" };
   try {
@@ -260,7 +265,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
 
     log(`cluster ${name}: starting etcd on 127.0.0.1:${etcdClient}`);
     await waitForEtcd(launch("etcd", "etcd", args.etcd), etcdClient, dir);
-    if (options.postgres) postgresUrl = await startClusterPostgres(dir, launchBinary, (line) => log(`cluster ${name}: ${line}`));
+    if (options.postgres) postgresUrl = await startClusterPostgres(dir, launchBinary, (line) => log(`cluster ${name}: ${line}`), postgresNetwork(realNode));
     log(`cluster ${name}: starting kube-apiserver on ${server}`);
     await waitForApiServer(launch("kube-apiserver", "kube-apiserver", args.apiserver), state.kubeconfig, dir);
     log(`cluster ${name}: starting controller-manager, scheduler and kwok`);

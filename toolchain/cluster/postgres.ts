@@ -6,7 +6,7 @@
 // and postgres run as `nobody` (setpriv), in a folder that user owns.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -40,7 +40,14 @@ export interface PostgresOptions {
   /** How to start the process; by default a process group of its own, reaped with the caller. Cluster.ts passes its own, so that the cluster's state records it. */
   readonly launch?: (name: string, binary: string, args: string[]) => ComponentProcess;
   readonly log?: (line: string) => void;
+  /**
+   * Where the server listens, and the network allowed to log in from. Default 127.0.0.1 and only
+   * loopback; a real node's pods reach the host only on their bridge's address (node-network.ts).
+   */
+  readonly network?: { readonly address: string; readonly clients: string };
 }
+
+const loopback = { address: "127.0.0.1", clients: "127.0.0.1/32" };
 
 /**
  * The package's shared-library links (libicuuc.so.60 -> libicuuc.so.60.2...): npm does not keep
@@ -101,7 +108,7 @@ function ownFolder(folder: string): void {
   }
 }
 
-function initialize(base: string, dataDir: string, password: string): void {
+function initialize(base: string, dataDir: string, password: string, clients: string): void {
   const passwordFile = join(base, "password");
   writeFileSync(passwordFile, password, { mode: 0o600 });
   if (runsAsRoot()) chownSync(passwordFile, nobody, nobody);
@@ -117,11 +124,13 @@ function initialize(base: string, dataDir: string, password: string): void {
   } finally {
     rmSync(passwordFile, { force: true });
   }
+  // initdb allows loopback only; more clients log in with the same password authentication.
+  if (clients !== loopback.clients) appendFileSync(join(dataDir, "pg_hba.conf"), `host all all ${clients} scram-sha-256\n`);
 }
 
-function serverArgs(dataDir: string, port: number): string[] {
+function serverArgs(dataDir: string, address: string, port: number): string[] {
   return [
-    "-D", dataDir, "-h", "127.0.0.1", "-p", String(port),
+    "-D", dataDir, "-h", address, "-p", String(port),
     // No Unix socket: nothing here uses one, and the default folder (/tmp or /run) is shared.
     "-c", "unix_socket_directories=",
     // A throwaway server whose data goes with its folder: durability against a power cut is worth
@@ -168,8 +177,8 @@ export async function stopPostgresProcess(component: ComponentProcess, marker: s
 }
 
 /** The URL of a server of this module (password included: a secret; log it only through redactUrl). */
-export function postgresUrl(port: number, password: string): string {
-  return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres?sslmode=disable&connect_timeout=10`;
+export function postgresUrl(port: number, password: string, address = loopback.address): string {
+  return `postgres://${user}:${encodeURIComponent(password)}@${address}:${port}/postgres?sslmode=disable&connect_timeout=10`;
 }
 
 export async function startPostgres(options: PostgresOptions): Promise<PostgresServer> {
@@ -180,12 +189,13 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
   rmSync(base, { recursive: true, force: true });
   ownFolder(base);
   const password = randomBytes(24).toString("base64url");
-  initialize(base, dataDir, password);
+  const network = options.network ?? loopback;
+  initialize(base, dataDir, password, network.clients);
   const [port] = (await freeLoopbackPorts(1)) as [number];
-  const [binary, args] = asServerUser(join(postgresNativeDir, "bin", "postgres"), serverArgs(dataDir, port));
+  const [binary, args] = asServerUser(join(postgresNativeDir, "bin", "postgres"), serverArgs(dataDir, network.address, port));
   const launch = options.launch ?? ((name, bin, binArgs) => startComponent(name, bin, binArgs, join(base, "postgres.log"), { detached: false }));
   const server = launch("postgres", binary, args);
-  const url = postgresUrl(port, password);
+  const url = postgresUrl(port, password, network.address);
   const stopServer = () => stopPostgresProcess(server, dataDir);
   // Without a stop (a test that died), the server goes with this process.
   const onExit = () => {
@@ -202,7 +212,7 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
     await stopServer();
     throw error;
   }
-  options.log?.(`postgres on 127.0.0.1:${port}`);
+  options.log?.(`postgres on ${network.address}:${port}`);
   const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: queryDeadlineMs, query_timeout: queryDeadlineMs, idleTimeoutMillis: 1_000 });
   pool.on("error", () => undefined);
   return {
@@ -220,8 +230,8 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
 }
 
 /** A cluster's server (ClusterOptions.postgres), one of its components: its URL, also kept in <dir>/postgres-url (mode 0600: it holds the password). */
-export async function startClusterPostgres(dir: string, launch: NonNullable<PostgresOptions["launch"]>, log: (line: string) => void): Promise<string> {
-  const { url } = await startPostgres({ dir, launch, log });
+export async function startClusterPostgres(dir: string, launch: NonNullable<PostgresOptions["launch"]>, log: (line: string) => void, network?: PostgresOptions["network"]): Promise<string> {
+  const { url } = await startPostgres({ dir, launch, log, ...(network ? { network } : {}) });
   writeFileSync(join(dir, "postgres-url"), url, { mode: 0o600 });
   return url;
 }
