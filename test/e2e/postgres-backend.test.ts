@@ -115,18 +115,25 @@ test("on postgres too, a user's Service that took a deleted child's name is neve
   await operator.stop();
 });
 
-test("an operator SIGKILLed mid-update leaves its lock row; the restarted one breaks it (holder gone on this host) and converges, no lock row left", async () => {
-  const local = cluster().cluster;
-  let operator = await startOperator(singleEnv());
-  const creating = await holdWrites(local, "deployments", "CREATE", namespace, "pg-crashy");
+/**
+ * Creates App `name` and SIGKILLs `operator` while the admission webhook holds its Deployment's
+ * create (the stack locked, the engine mid-update): the killed engine's lock stays a row of the table.
+ */
+async function killMidCreate(operator: OperatorProcess, name: string, replicas: number): Promise<void> {
+  const creating = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, name);
   try {
-    await workloads.create(app("pg-crashy", { image: "nginx:1.27", replicas: 2, port: 80 }));
+    await workloads.create(app(name, { image: "nginx:1.27", replicas, port: 80 }));
     await creating.held;
     await operator.stop("SIGKILL");
-    assert.equal((await lockRows("pg-crashy")).length, 1, "the killed engine's lock is a row of the table");
+    assert.equal((await lockRows(name)).length, 1, "the killed engine's lock is a row of the table");
   } finally {
     await creating.release();
   }
+}
+
+test("an operator SIGKILLed mid-update leaves its lock row; the restarted one breaks it (holder gone on this host) and converges, no lock row left", async () => {
+  let operator = await startOperator(singleEnv());
+  await killMidCreate(operator, "pg-crashy", 2);
   operator = await startOperator(singleEnv(), operator.stateDir);
   const ready = await workloads.ready("App", namespace, "pg-crashy");
   assert.equal(ready.status?.readyReplicas, 2);
@@ -140,7 +147,6 @@ test("an operator SIGKILLed mid-update leaves its lock row; the restarted one br
 const leads = async (operator: OperatorProcess) => metricValue(await httpGet(`http://127.0.0.1:${operator.healthPort}/metrics`).then((r) => r.body, () => ""), "appstack_leader") === 1;
 
 test("a leader and a standby on one postgres backend (each its own state folder): the leader killed mid-update, the standby takes over and the App converges", async () => {
-  const local = cluster().cluster;
   const env = { APPSTACK_BACKEND_URL: server().url };
   const pair = [await startOperator(env), await startOperator(env)];
   const { leader, standby } = await eventually("one leader and one standby", async () => {
@@ -148,15 +154,7 @@ test("a leader and a standby on one postgres backend (each its own state folder)
     const leader = pair[flags.indexOf(true)];
     return flags.filter(Boolean).length === 1 && leader ? { leader, standby: pair.find((o) => o !== leader)! } : undefined;
   });
-  const creating = await holdWrites(local, "deployments", "CREATE", namespace, "pg-failover");
-  try {
-    await workloads.create(app("pg-failover", { image: "nginx:1.27", replicas: 1, port: 80 }));
-    await creating.held;
-    await leader.stop("SIGKILL");
-    assert.equal((await lockRows("pg-failover")).length, 1, "the killed leader's lock is a row of the table");
-  } finally {
-    await creating.release();
-  }
+  await killMidCreate(leader, "pg-failover", 1);
   await eventually("the standby to take over", async () => ((await leads(standby)) ? true : undefined));
   await workloads.mergeSpec("App", namespace, "pg-failover", { image: "nginx:1.28" });
   await eventually("the change made after the kill applied", async () => ((await deployment("pg-failover"))?.spec?.template.spec?.containers[0]?.image === "nginx:1.28" ? true : undefined), 120_000);

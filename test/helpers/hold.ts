@@ -2,14 +2,7 @@
 // that holds the matching writes until the test lets them go, or denies them. With it a test can
 // stop an operation at a known point (a Deployment's create or delete in flight, the stack locked)
 // or make one fail (a delete refused) instead of racing it.
-import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { AdmissionregistrationV1Api, AppsV1Api } from "@kubernetes/client-node";
-import type { LocalCluster } from "../../toolchain/cluster/cluster.ts";
-import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
-import { eventually } from "./cluster.ts";
+import { serveAdmission, type AdmissionServer, type ClusterFiles } from "./admission-server.ts";
 
 export interface Hold {
   /** Resolves when a matching write (not a dry run) reaches the webhook and is being held; rejects after a minute without one. */
@@ -44,9 +37,6 @@ export interface AdmissionRequest {
 
 type Operation = "CREATE" | "UPDATE" | "DELETE";
 
-/** What a webhook needs of a cluster: its kubeconfig, and its folder (the CA and serving certificate). */
-type ClusterFiles = Pick<LocalCluster, "kubeconfig" | "dir">;
-
 const probeName = "hold-probe";
 
 const groups = { deployments: "apps", services: "", apps: "appstack.dev" } as const;
@@ -56,86 +46,28 @@ type Resource = keyof typeof groups;
 /** The admission response: allowed, or denied with a message. */
 type Answer = (allowed: boolean, message?: string) => void;
 
-interface Webhook {
-  /** Removes the configuration: the API server stops calling. */
-  unregister(): Promise<void>;
-  /** Stops the server, once every request it holds has its answer. */
-  close(): Promise<void>;
-}
-
 /**
  * Serves a validating webhook for `operation`s of `resource` in `namespace`: `onRequest` answers
  * each request, at once or later. Returns once the API server calls it.
  */
-async function startWebhook(local: ClusterFiles, purpose: "hold" | "deny", resource: Resource, operation: Operation, namespace: string, onRequest: (request: AdmissionRequest, answer: Answer) => void): Promise<Webhook> {
-  const configName = `appstack-test-${purpose}-${resource}-${operation.toLowerCase()}`;
-  const kc = loadKubeConfig(local.kubeconfig);
-  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-  let probed = false;
-  // The API server's serving certificate names 127.0.0.1 and is signed by the cluster's CA: good
-  // enough for a webhook on loopback that the same API server calls.
-  const pki = (file: string) => readFileSync(join(local.dir, "pki", file));
-  const server: Server = createServer({ cert: pki("apiserver.crt"), key: pki("apiserver.key") }, (req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      const { request } = JSON.parse(body) as { request: AdmissionRequest };
-      const answer: Answer = (allowed, message) => {
-        res.setHeader("Content-Type", "application/json");
-        const status = allowed ? {} : { status: { code: 403, message } };
-        res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: request.uid, allowed, ...status } }));
-      };
-      if (request.name === probeName) probed = true;
-      onRequest(request, answer);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  // A test that fails before remove() must still let the process end.
-  server.unref();
-  const port = (server.address() as AddressInfo).port;
-
-  await admission.createValidatingWebhookConfiguration({
-    body: {
-      metadata: { name: configName },
-      webhooks: [
-        {
-          name: `${purpose}.test.appstack.dev`,
-          admissionReviewVersions: ["v1"],
-          sideEffects: "None",
-          // Whatever happens to this test, the cluster never stays blocked.
-          failurePolicy: "Ignore",
-          timeoutSeconds: 30,
-          clientConfig: { url: `https://127.0.0.1:${port}/${purpose}`, caBundle: pki("ca.crt").toString("base64") },
-          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-          // Deployment creates always pass by the webhook: the probe below is one.
-          rules: [
-            { apiGroups: [groups[resource]], apiVersions: ["*"], resources: [resource], operations: [operation], scope: "Namespaced" },
-            { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"], scope: "Namespaced" },
-          ],
-        },
+function startWebhook(local: ClusterFiles, purpose: "hold" | "deny", resource: Resource, operation: Operation, namespace: string, onRequest: (request: AdmissionRequest, answer: Answer) => void): Promise<AdmissionServer> {
+  return serveAdmission<AdmissionRequest>(
+    local,
+    {
+      purpose,
+      kind: "validating",
+      configName: `appstack-test-${purpose}-${resource}-${operation.toLowerCase()}`,
+      namespace,
+      timeoutSeconds: 30,
+      // Deployment creates always pass by the webhook: the probe is one.
+      rules: [
+        { apiGroups: [groups[resource]], apiVersions: ["*"], resources: [resource], operations: [operation], scope: "Namespaced" },
+        { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"], scope: "Namespaced" },
       ],
+      probe: { name: probeName },
     },
-  });
-  // The API server picks the configuration up asynchronously; the probe's dry-run create (the
-  // rule takes in creates for it) tells when it has.
-  const apps = kc.makeApiClient(AppsV1Api);
-  const probe = { metadata: { name: probeName }, spec: { selector: { matchLabels: { app: probeName } }, template: { metadata: { labels: { app: probeName } }, spec: { containers: [{ name: "c", image: "x" }] } } } };
-  await eventually(`the ${purpose} webhook to be called`, async () => {
-    await apps.createNamespacedDeployment({ namespace, body: probe, dryRun: "All" });
-    return probed || undefined;
-  });
-
-  return {
-    async unregister() {
-      await admission.deleteValidatingWebhookConfiguration({ name: configName });
-    },
-    async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // The API server keeps its connections to the webhook open; answered, they are idle.
-      server.closeIdleConnections();
-      await closed;
-    },
-  };
+    (request, answer) => onRequest(request, (allowed, message) => answer({ allowed, ...(allowed ? {} : { status: { code: 403, message } }) })),
+  );
 }
 
 /** Whether a request is one of `operation` on the object `name` itself (not a dry run, no subresource). */

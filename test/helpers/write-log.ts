@@ -5,18 +5,11 @@
 // of them in overlapping windows. It can also hold one user's status write of an App, to stop a
 // reconcile at a known point (right before its Pulumi update).
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { AdmissionregistrationV1Api, AppsV1Api } from "@kubernetes/client-node";
 import yaml from "js-yaml";
-import type { LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { kubeconfigYaml } from "../../toolchain/cluster/kubeconfig.ts";
 import { clientCertificate } from "../../toolchain/cluster/pki.ts";
-import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
-import { eventually } from "./cluster.ts";
-
-type ClusterFiles = Pick<LocalCluster, "kubeconfig" | "dir">;
+import { serveAdmission, type ClusterFiles } from "./admission-server.ts";
 
 export interface Write {
   /** Date.now() when the webhook saw it. */
@@ -61,18 +54,24 @@ const probeName = "write-log-probe";
 export async function recordWrites(local: ClusterFiles, namespace: string): Promise<WriteLog> {
   const writes: Write[] = [];
   const holds: { user: string; name: string; settle: () => void; waiting: (() => void)[]; released: boolean }[] = [];
-  let probed = false;
-  const pki = (file: string) => readFileSync(join(local.dir, "pki", file));
-  const server: Server = createServer({ cert: pki("apiserver.crt"), key: pki("apiserver.key") }, (req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      const { request } = JSON.parse(body) as { request: Request };
-      const allow = () => {
-        res.setHeader("Content-Type", "application/json");
-        res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: request.uid, allowed: true } }));
-      };
-      if (request.name === probeName) probed = true;
+  const operations = ["CREATE", "UPDATE", "DELETE"];
+  const webhook = await serveAdmission<Request>(
+    local,
+    {
+      purpose: "write-log",
+      kind: "validating",
+      configName: "appstack-test-write-log",
+      namespace,
+      timeoutSeconds: 30,
+      rules: [
+        { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations, scope: "Namespaced" },
+        { apiGroups: [""], apiVersions: ["v1"], resources: ["services"], operations, scope: "Namespaced" },
+        { apiGroups: ["appstack.dev"], apiVersions: ["*"], resources: ["apps/status"], operations: ["UPDATE"], scope: "Namespaced" },
+      ],
+      probe: { name: probeName },
+    },
+    (request, answer) => {
+      const allow = () => answer({ allowed: true });
       const user = request.userInfo?.username ?? "";
       if (request.resource.resource === "apps" && request.subResource === "status") {
         const hold = holds.find((h) => !h.released && h.user === user && h.name === request.name);
@@ -82,40 +81,8 @@ export async function recordWrites(local: ClusterFiles, namespace: string): Prom
       }
       if (!request.dryRun && !request.subResource) writes.push({ at: Date.now(), user, operation: request.operation, object: `${request.resource.resource}/${request.name}` });
       allow();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  server.unref();
-  const port = (server.address() as AddressInfo).port;
-  const kc = loadKubeConfig(local.kubeconfig);
-  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-  const configName = "appstack-test-write-log";
-  const operations = ["CREATE", "UPDATE", "DELETE"];
-  await admission.createValidatingWebhookConfiguration({
-    body: {
-      metadata: { name: configName },
-      webhooks: [{
-        name: "write-log.test.appstack.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "None",
-        failurePolicy: "Ignore",
-        timeoutSeconds: 30,
-        clientConfig: { url: `https://127.0.0.1:${port}/log`, caBundle: pki("ca.crt").toString("base64") },
-        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-        rules: [
-          { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations, scope: "Namespaced" },
-          { apiGroups: [""], apiVersions: ["v1"], resources: ["services"], operations, scope: "Namespaced" },
-          { apiGroups: ["appstack.dev"], apiVersions: ["*"], resources: ["apps/status"], operations: ["UPDATE"], scope: "Namespaced" },
-        ],
-      }],
     },
-  });
-  const apps = kc.makeApiClient(AppsV1Api);
-  const probe = { metadata: { name: probeName }, spec: { selector: { matchLabels: { app: probeName } }, template: { metadata: { labels: { app: probeName } }, spec: { containers: [{ name: "c", image: "x" }] } } } };
-  await eventually("the write-log webhook to be called", async () => {
-    await apps.createNamespacedDeployment({ namespace, body: probe, dryRun: "All" });
-    return probed || undefined;
-  });
+  );
   return {
     writes,
     holdStatusWrite(user, name) {
@@ -133,10 +100,8 @@ export async function recordWrites(local: ClusterFiles, namespace: string): Prom
     },
     async remove() {
       for (const hold of holds) for (const answer of hold.waiting.splice(0)) answer();
-      await admission.deleteValidatingWebhookConfiguration({ name: configName });
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await closed;
+      await webhook.unregister();
+      await webhook.close();
     },
   };
 }

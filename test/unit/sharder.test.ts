@@ -94,7 +94,8 @@ function sharder(cluster: FakeCluster, clock: { now: number }, leading = () => t
 
 const names = Array.from({ length: 30 }, (_, i) => `app-${i}`);
 
-test("new objects are assigned to the live members; a live owner the ring no longer wants is drained first", async () => {
+/** Members a and b live, the objects created and a first pass made: each has an owner. */
+async function twoMembersAssigned(): Promise<{ cluster: FakeCluster; clock: { now: number }; running: Sharder }> {
   const cluster = new FakeCluster();
   const clock = { now: 0 };
   cluster.renew("a");
@@ -102,6 +103,11 @@ test("new objects are assigned to the live members; a live owner the ring no lon
   for (const name of names) cluster.addApp(name);
   const running = sharder(cluster, clock);
   await running.pass();
+  return { cluster, clock, running };
+}
+
+test("new objects are assigned to the live members; a live owner the ring no longer wants is drained first", async () => {
+  const { cluster, running } = await twoMembersAssigned();
   assert.ok(names.every((name) => ["a", "b"].includes(cluster.owner(name)!)));
   assert.ok(names.some((name) => cluster.owner(name) === "a") && names.some((name) => cluster.owner(name) === "b"));
 
@@ -119,13 +125,7 @@ test("new objects are assigned to the live members; a live owner the ring no lon
 });
 
 test("a dead owner's objects move once its lease has gone unrenewed for a lease duration by the sharder's clock, and its lease is deleted", async () => {
-  const cluster = new FakeCluster();
-  const clock = { now: 0 };
-  cluster.renew("a");
-  cluster.renew("b");
-  for (const name of names) cluster.addApp(name);
-  const running = sharder(cluster, clock);
-  await running.pass();
+  const { cluster, clock, running } = await twoMembersAssigned();
   const ofB = names.filter((name) => cluster.owner(name) === "b");
   // b stops renewing; a renews. Within the lease duration nothing moves.
   clock.now += 14_000;
