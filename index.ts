@@ -10,8 +10,9 @@ const install = new AppstackInstall("appstack", {
   image: config.get("image"),
   replicas: config.getNumber("replicas"),
   watchNamespaces: config.getObject<string[]>("watchNamespaces"),
-  // A postgres:// URL carries its password: `pulumi config set --secret appstack:backendUrl ...`.
-  backendUrl: config.getSecret("backendUrl"),
+  // A postgres:// URL carries its password (`pulumi config set --secret`): kept a secret. Empty (the
+  // default) keeps the file backend, which must stay a plain undefined: an Output is always set.
+  backendUrl: config.get("backendUrl") ? config.requireSecret("backendUrl") : undefined,
   parallelism: config.getNumber("parallelism"),
   storageSize: config.get("storageSize"),
   resources: config.getObject("resources"),
