@@ -11,6 +11,7 @@ import {
   type Configuration,
 } from "@kubernetes/client-node";
 import { isWorkloadKind } from "../../components/kinds.ts";
+import { connectionPoolOf, type ConnectionPool } from "./connection-pool.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 
 export interface KubeClients {
@@ -24,15 +25,19 @@ export interface KubeClients {
 export const apiRequestTimeoutMs = 30_000;
 
 /**
- * An API client whose every request is aborted after `timeoutMs`. client-node sets no deadline of
- * its own; its request context takes an abort signal, which a middleware sets per request.
+ * An API client whose every request is aborted after `timeoutMs`, on a connection kept open for
+ * the next one. client-node sets no deadline of its own (its request context takes an abort
+ * signal, which a middleware sets per request) and makes a new agent, so a new TLS connection,
+ * for every request (the pool's HTTP library swaps it: connection-pool.ts). Every client of one
+ * `config` shares its pool. Watches do not come this way: each has its own connection (bounded-watch.ts).
  */
-export function apiClient<T>(config: KubeConfig, api: new (configuration: Configuration) => T, timeoutMs = apiRequestTimeoutMs): T {
+export function apiClient<T>(config: KubeConfig, api: new (configuration: Configuration) => T, timeoutMs = apiRequestTimeoutMs, pool: ConnectionPool = connectionPoolOf(config)): T {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig names no current cluster");
   return new api(createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
     authMethods: { default: config },
+    httpApi: pool.httpLibrary(),
     promiseMiddleware: [{
       pre: (context) => {
         context.setSignal(AbortSignal.timeout(timeoutMs));

@@ -140,7 +140,8 @@ test("watch connections left half-open: a child's change made meanwhile still re
   const workloads = new Workloads(cluster().cluster.kubeconfig);
   await workloads.create({ kind: "App", metadata: { name: "watched", namespace: ns }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
   await workloads.ready("App", ns, "watched");
-  // Nothing queued or running: the connections open now are the watches (and at most a lease call).
+  // Nothing queued or running: the connections open now are the watches, the lease's, and the API
+  // calls' kept connections, which close 5 s after their last use (operator/kube/connection-pool.ts).
   await firstPassDone(replica.operator, 1);
 
   replica.proxy.set("half-open");
