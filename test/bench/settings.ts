@@ -1,5 +1,5 @@
 // The benchmark's settings, from the environment (see docs/benchmark.md).
-import { fakeNodePods } from "../../toolchain/cluster/readiness.ts";
+import { fakeNodesFor } from "../../toolchain/cluster/readiness.ts";
 
 export const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);
 export const idleSeconds = Number(process.env["BENCH_IDLE_SECONDS"] ?? "60");
@@ -11,7 +11,5 @@ export const singleRuns = 5;
 export const sweep = (process.env["BENCH_CONCURRENCY_SWEEP"] ?? "1,2,3,4").split(",").filter(Boolean).map(Number);
 export const sweepSize = Number(process.env["BENCH_SWEEP_APPS"] ?? "20");
 
-/** kwok nodes for `pods` pods at once, with a quarter more room (fakeNodePods each; at least the cluster's default 2). */
-export function benchNodes(pods: number): number {
-  return Math.max(2, Math.ceil((pods * 1.25) / fakeNodePods));
-}
+/** kwok nodes for `pods` pods at once, with a quarter more room. */
+export const benchNodes = fakeNodesFor;

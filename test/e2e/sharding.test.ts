@@ -21,7 +21,7 @@ import { memberName, ringKey, shardDrainLabel, shardOwnerLabel, shardRingLabel }
 import { HashRing } from "../../operator/manager/ring.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
-import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { fakeNodesFor, loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { counterTotal, disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
@@ -55,7 +55,9 @@ const cluster = useCluster(async ({ cluster: local }) => {
   // The server's data is in the scratch folder: removed only once the server has stopped.
   await postgres?.stop();
   rmSync(scratch, { recursive: true, force: true });
-});
+// Room for every object at 3 pods (the join case's change) and the few at 4 and 5: at 300 objects
+// the default two kwok nodes (500 pods) left hundreds Unschedulable, so never Ready.
+}, { nodes: fakeNodesFor(objects * 3) });
 
 const names = Array.from({ length: objects }, (_, i) => `shard-${String(i).padStart(3, "0")}`);
 const isReplica = (user: string) => user.startsWith("appstack-replica-");

@@ -14,10 +14,10 @@ export interface TestCluster {
  * Starts a fresh cluster before the file's tests (then runs `setup`, in the same hook: separate
  * root hooks are not ordered on Node 20) and stops it after them, whatever happened.
  */
-export function useCluster(setup?: (cluster: TestCluster) => Promise<void>, teardown?: () => Promise<void>): () => TestCluster {
+export function useCluster(setup?: (cluster: TestCluster) => Promise<void>, teardown?: () => Promise<void>, options: { readonly nodes?: number } = {}): () => TestCluster {
   let current: TestCluster | undefined;
   before(async () => {
-    const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line) });
+    const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line), ...options });
     const kc = loadKubeConfig(cluster.kubeconfig);
     current = { cluster, core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api) };
     await setup?.(current);

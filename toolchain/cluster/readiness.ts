@@ -63,6 +63,11 @@ export async function waitForApiServer(apiserver: ComponentProcess, kubeconfig: 
 /** The pods one kwok node takes (the kubelet's default is 110); the bench adds nodes for more (test/bench/settings.ts). */
 export const fakeNodePods = 250;
 
+/** kwok nodes for `pods` pods at once, with a quarter more room (fakeNodePods each; at least the cluster's default 2). */
+export function fakeNodesFor(pods: number): number {
+  return Math.max(2, Math.ceil((pods * 1.25) / fakeNodePods));
+}
+
 /** Nodes that kwok manages (by annotation), with room for the pods of a benchmark run. */
 export async function createFakeNodes(kubeconfig: string, count: number): Promise<string[]> {
   const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
