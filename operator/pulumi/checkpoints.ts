@@ -83,6 +83,17 @@ export class Checkpoints {
     return false;
   }
 
+  /**
+   * Whether the backend's store holds the stack's checkpoint (plain or compressed); undefined where
+   * it is not read directly. On PostgreSQL this is one row's read where `pulumi stack ls` would read
+   * every stack (and Pulumi 3.259's, reading ten at once, does not finish on a table of five or more).
+   */
+  async stored(name: string): Promise<boolean | undefined> {
+    if (!this.store) return undefined;
+    for (const suffix of [".json", ".json.gz"]) if ((await this.store.read(`${this.key(name)}${suffix}`)) !== undefined) return true;
+    return false;
+  }
+
   /** Whether the stack's checkpoint records resources (a stack a preview made records none); undefined where not read directly. */
   async recordsResources(name: string): Promise<boolean | undefined> {
     if (!this.store) return undefined;

@@ -156,10 +156,12 @@ export class StackSelection {
     }
   }
 
-  /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */
+  /** Whether the stack exists; cheap (no Pulumi process) for the file and PostgreSQL backends. */
   async exists(name: string): Promise<boolean> {
     const base = this.parts.checkpoints.base(name);
     if (base) return this.parts.checkpoints.exists(base);
+    const stored = await this.parts.checkpoints.stored(name);
+    if (stored !== undefined) return stored;
     const ws = await LocalWorkspace.create(await this.workspace("destroy"));
     // Any `stack ls` of this process past one's deadline is on the same unanswering backend.
     const kill = async () => void (await killEngines("ls", "pulumi stack ls did not finish within its deadline", this.parts.log));

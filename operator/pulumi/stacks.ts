@@ -255,7 +255,7 @@ export class StackDriver {
     await this.recovery.stopEngines(undefined, "this replica is handing over");
   }
 
-  /** Whether the stack exists; cheap (no Pulumi process) for the file backend. */
+  /** Whether the stack exists; cheap (no Pulumi process) for the file and PostgreSQL backends. */
   exists(name: string): Promise<boolean> {
     return this.selection.exists(name);
   }

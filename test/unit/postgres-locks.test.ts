@@ -1,6 +1,7 @@
 // Stale stack locks as rows of Pulumi's postgres:// backend, on a real server (toolchain/cluster/
 // postgres.ts): the three ways a holder is proven gone work there as they do on files
-// (stack-locks.test.ts), and a row the sweep cannot read is never taken for a stale lock.
+// (stack-locks.test.ts), and a row the sweep cannot read is never taken for a stale lock; whether a
+// stack exists is read from its row.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -8,7 +9,9 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { createLogger } from "../../operator/base/log.ts";
+import { Checkpoints } from "../../operator/pulumi/checkpoints.ts";
 import { closePostgresPools, PostgresStore } from "../../operator/pulumi/postgres-store.ts";
+import { projectName } from "../../operator/pulumi/stack-names.ts";
 import { breakAllStaleLocks, breakLocksOfEarlierContainers, breakStaleLocks } from "../../operator/pulumi/stack-locks.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { postgresNativeDir, startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
@@ -76,4 +79,20 @@ test("on postgres, a database that refuses the sweep is an error, never a broken
   await assert.rejects(breakAllStaleLocks(refused.href, "appstack", log, io), /the state database postgres:\/\/appstack:\*\*\*@127\.0\.0\.1.* did not answer: password authentication failed/);
   assert.equal((await lockRows()).length, 1);
   assert.equal(await breakAllStaleLocks(url(), "appstack", log, io), 1);
+});
+
+test("on postgres, whether a stack exists is read from its checkpoint row, with no `pulumi stack ls`", { skip: unavailable }, async () => {
+  const store = new PostgresStore(url(), 15_000);
+  const stackKey = (stack: string, suffix: string) => `.pulumi/stacks/${projectName}/${stack}${suffix}`;
+  await store.write(stackKey("app.default.plain", ".json"), JSON.stringify({ version: 3, checkpoint: {} }));
+  await store.write(stackKey("app.default.gzipped", ".json.gz"), JSON.stringify("compressed"));
+  // A backup Pulumi keeps beside a removed stack is not the stack.
+  await store.write(stackKey("app.default.removed", ".json.bak"), JSON.stringify({ version: 3, checkpoint: {} }));
+  const checkpoints = new Checkpoints(url(), io);
+  assert.equal(await checkpoints.stored("app.default.plain"), true);
+  assert.equal(await checkpoints.stored("app.default.gzipped"), true);
+  assert.equal(await checkpoints.stored("app.default.removed"), false);
+  assert.equal(await checkpoints.stored("app.default.never"), false);
+  // A backend appstack does not read directly: the caller asks Pulumi.
+  assert.equal(await new Checkpoints("s3://bucket", io).stored("app.default.plain"), undefined);
 });
