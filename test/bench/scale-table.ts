@@ -86,7 +86,7 @@ export function scaleTable(f: ScaleFigures): string {
     `| a restart: until every object is reconciled once more (a resync's work, and the start) | ${s(f.restart.seconds)}, ${f.restart.reconciles} reconciles, ${f.restart.operations} Pulumi operations, ${f.restart.pulumiProcesses} Pulumi processes; ${f.restart.ready} of ${n} Ready after | ${s(perThousand(f.restart.seconds, n))} |`,
     `| the restart's CPU s: operator / engines / control plane | ${f.restart.split.reconciler.toFixed(1)} / ${(f.restart.split.engine + f.restart.split.provider).toFixed(1)} / ${controlPlane(f.restart.split).toFixed(1)} | ${perThousand(totalCpu(f.restart.split), n).toFixed(1)} in all |`,
     ...storageRows(f),
-    `| \`pulumi stack ls --json\` against the backend (${ls.stacks} stacks), median of ${ls.seconds.length} | ${s(median(ls.seconds))} (min ${ls.seconds[0]!.toFixed(1)}, max ${ls.seconds.at(-1)!.toFixed(1)}); CPU ${ls.cpuSeconds.map((c) => c.toFixed(1)).join(", ")} s | ${s(perThousand(median(ls.seconds), ls.stacks))} |`,
+    `| \`pulumi stack ls --json\` against the backend (${ls.stacks} stacks${f.backend.kind === "postgres" ? "; on PostgreSQL with PULUMI_DIY_BACKEND_PARALLEL=1, see state-size.ts" : ""}), median of ${ls.seconds.length} | ${s(median(ls.seconds))} (min ${ls.seconds[0]!.toFixed(1)}, max ${ls.seconds.at(-1)!.toFixed(1)}); CPU ${ls.cpuSeconds.map((c) => c.toFixed(1)).join(", ")} s | ${s(perThousand(median(ls.seconds), ls.stacks))} |`,
     "",
     replicaTable(f.replicas, n),
     "",
