@@ -3,7 +3,7 @@
 // (appstack: the operator, its Pulumi CLIs and their provider plugins; the baseline: one process)
 // and the local control plane's processes, which both reconcilers load.
 import { processStat } from "../../operator/base/procfs.ts";
-import type { ProcessTreeSampler } from "../helpers/proctree.ts";
+import type { TreeReadings } from "../helpers/proctree.ts";
 
 const ticksPerSecond = 100; // USER_HZ on Linux
 /** The kernel keeps 15 characters of a command name. */
@@ -42,10 +42,10 @@ function processCpuSeconds(pid: number): number {
 
 /** Reads the CPU of one reconciler's tree (its sampler) and of the control plane at the start and end of a round. */
 export class CpuMeter {
-  private readonly sampler: ProcessTreeSampler;
+  private readonly sampler: TreeReadings;
   private readonly components: readonly Component[];
 
-  constructor(sampler: ProcessTreeSampler, components: readonly Component[]) {
+  constructor(sampler: TreeReadings, components: readonly Component[]) {
     this.sampler = sampler;
     this.components = components;
   }

@@ -7,7 +7,7 @@ import type { App } from "../../crds/types.ts";
 import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { httpGet } from "../helpers/http.ts";
-import type { ProcessTreeSampler } from "../helpers/proctree.ts";
+import type { TreeReadings } from "../helpers/proctree.ts";
 import type { CpuMeter } from "./cpu.ts";
 import type { Round } from "./tables.ts";
 
@@ -17,20 +17,24 @@ export function percentile(sorted: number[], p: number): number {
 
 export const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } as const;
 
-/** The operator's metrics; empty for the baseline, which has none. */
-export async function scrape(metricsPort: number | undefined): Promise<string> {
-  return metricsPort ? (await httpGet(`http://127.0.0.1:${metricsPort}/metrics`)).body : "";
+/** Where the operator's replicas serve /metrics: one port, or several (their series add up, see countersBetween); none for the baseline. */
+export type MetricsPorts = number | readonly number[] | undefined;
+
+/** The operator's metrics, its replicas' one after the other; empty for the baseline, which has none. */
+export async function scrape(metricsPorts: MetricsPorts): Promise<string> {
+  const ports = typeof metricsPorts === "number" ? [metricsPorts] : (metricsPorts ?? []);
+  return (await Promise.all(ports.map(async (port) => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body))).join("\n");
 }
 
 /** A reconciler's process tree, sampled, and the meter of its CPU and the control plane's. */
 export interface Tree {
-  readonly sampler: ProcessTreeSampler;
+  readonly sampler: TreeReadings;
   readonly meter: CpuMeter;
 }
 
 /** Writes to `names` at once (`write` per name), then waits until each is Ready at its new generation. */
-export async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, { sampler, meter }: Tree, metricsPort?: number): Promise<Round> {
-  const metrics = () => scrape(metricsPort);
+export async function writeAndWait(clients: KubeClients, namespace: string, names: string[], write: (name: string) => Promise<unknown>, { sampler, meter }: Tree, metricsPorts?: MetricsPorts): Promise<Round> {
+  const metrics = () => scrape(metricsPorts);
   const metricsBefore = await metrics();
   sampler.resetPulumiCount();
   const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
@@ -61,25 +65,32 @@ export async function writeAndWait(clients: KubeClients, namespace: string, name
     pulumiProcesses: sampler.pulumiProcesses,
     childCpuSeconds: (sampler.cpuSeconds()?.children ?? 0) - cpuBefore,
     cpu: meter.since(splitBefore),
-    ...(metricsPort ? { operations: countersBetween(metricsBefore, await metrics(), ["appstack_pulumi_operations_total", "appstack_reconcile_errors_total"]) } : {}),
+    ...(metricsPorts ? { operations: countersBetween(metricsBefore, await metrics(), ["appstack_pulumi_operations_total", "appstack_reconcile_errors_total"]) } : {}),
   };
 }
 
-/** What each labelled series of the counters `names` grew by between two scrapes, as "labels +n". */
+/** What each labelled series of the counters `names` grew by between two scrapes (of several replicas: summed), as "labels +n". */
 export function countersBetween(before: string, after: string, names: string[]): string {
-  const series = (body: string) => new Map(body.split("\n").filter((line) => names.some((name) => line.startsWith(`${name}{`))).map((line) => [line.slice(0, line.lastIndexOf(" ")), Number(line.slice(line.lastIndexOf(" ") + 1))]));
+  const series = (body: string) => {
+    const sums = new Map<string, number>();
+    for (const line of body.split("\n").filter((l) => names.some((name) => l.startsWith(`${name}{`)))) {
+      const key = line.slice(0, line.lastIndexOf(" "));
+      sums.set(key, (sums.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
+    }
+    return sums;
+  };
   const old = series(before);
   return [...series(after)].map(([key, value]) => [key, value - (old.get(key) ?? 0)] as const).filter(([, grew]) => grew > 0).map(([key, grew]) => `${key.replace(/^appstack_/, "")} +${grew}`).join(", ") || "none";
 }
 
 export const appNames = (n: number) => Array.from({ length: n }, (_, i) => `app-${i}`);
 
-export async function applyAndWait(clients: KubeClients, namespace: string, n: number, tree: Tree, metricsPort?: number): Promise<Round> {
+export async function applyAndWait(clients: KubeClients, namespace: string, n: number, tree: Tree, metricsPorts?: MetricsPorts): Promise<Round> {
   await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
   return writeAndWait(clients, namespace, appNames(n), (name) => clients.custom.createNamespacedCustomObject({
     ...appsApi, namespace,
     body: { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } },
-  }), tree, metricsPort);
+  }), tree, metricsPorts);
 }
 
 export function setImage(clients: KubeClients, namespace: string, image: string): (name: string) => Promise<unknown> {

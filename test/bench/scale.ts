@@ -3,7 +3,6 @@
 // them; then what those objects cost appstack once they exist: its memory, a quiet minute, a
 // restart (every object reconciled again, as a resync does), its state on disk and the backend's
 // `pulumi stack ls`. Prints Markdown for docs/benchmark.md; nothing here asserts on time.
-import { type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,32 +13,31 @@ import { defaultConcurrency } from "../../operator/manager/config.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
-import { counterTotal, metricValue } from "../helpers/operator.ts";
+import { counterTotal } from "../helpers/operator.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
+import { countRequests } from "./apiserver-requests.ts";
 import { CpuMeter, type Component } from "./cpu.ts";
-import { applyAndWait, appsApi, node, scrape, untilReady } from "./rounds.ts";
-import { scaleTable, type ScaleFigures } from "./scale-table.ts";
+import type { ReplicaFigures } from "./replica-table.ts";
+import { Replicas, stopProcess } from "./replicas.ts";
+import { applyAndWait, appsApi, node, scrape } from "./rounds.ts";
+import { scaleTable, type BackendSize, type ScaleFigures } from "./scale-table.ts";
 import { benchNodes, idleSeconds } from "./settings.ts";
-import { folderSize, stackLsSeconds } from "./state-size.ts";
+import { folderSize, postgresBackendSize, stackLsSeconds, type FolderSize } from "./state-size.ts";
 
 const n = Number(process.env["BENCH_SCALE_APPS"] ?? "1000");
+const replicaCount = Number(process.env["BENCH_SCALE_REPLICAS"] ?? "1");
+/** Replicas share one PostgreSQL backend; one replica keeps its file backend unless BENCH_SCALE_BACKEND=postgres. */
+const onPostgres = replicaCount > 1 || process.env["BENCH_SCALE_BACKEND"] === "postgres";
 
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  await exited;
-}
-
-/** Until a just-started operator has reconciled every one of `objects` once and has nothing queued or running. */
-async function untilFirstPass(port: number, objects: number): Promise<void> {
-  await untilReady(port);
-  for (const deadline = Date.now() + 30 * 60_000; Date.now() < deadline; await sleep(250)) {
-    const metrics = await scrape(port);
-    const idle = metricValue(metrics, "appstack_queue_depth") === 0 && metricValue(metrics, "appstack_queue_active") === 0;
-    if (idle && counterTotal(metrics, "appstack_reconcile_total") >= objects) return;
-  }
-  throw new Error(`the restarted operator had not reconciled ${objects} objects within 30 minutes`);
+/** What the stacks take: the replicas' state folders and the backend, and the time of `stack ls` against it. */
+async function storage(replicas: Replicas): Promise<Pick<ScaleFigures, "state" | "backend" | "stackLs">> {
+  const folders = replicas.members.map((replica) => folderSize(replica.stateDir));
+  const state: FolderSize = { bytes: folders.reduce((sum, f) => sum + f.bytes, 0), diskBytes: folders.reduce((sum, f) => sum + f.diskBytes, 0), files: folders.reduce((sum, f) => sum + f.files, 0) };
+  const url = replicas.settings.backendUrl;
+  const first = replicas.members[0]!.stateDir;
+  const backend: BackendSize = url ? { kind: "postgres", table: await postgresBackendSize(url) } : { kind: "file", folder: folderSize(join(first, "backend")) };
+  // With the engines' home and workspace of the first replica, as `appstack stacks` in its pod would run it.
+  return { state, backend, stackLs: stackLsSeconds(first, "bench", 3, url) };
 }
 
 async function readyCount(clients: KubeClients, namespace: string): Promise<number> {
@@ -52,92 +50,102 @@ async function main(): Promise<void> {
   const concurrency = process.env["APPSTACK_CONCURRENCY"] ?? String(defaultConcurrency());
   // Both reconcilers' Apps stay until the end (appstack's finalizers need appstack): a pod each.
   const nodes = benchNodes(2 * n);
-  const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line), nodes });
-  const stateDir = mkdtempSync(join(tmpdir(), "appstack-scale-"));
+  const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line), nodes, postgres: onPostgres });
+  const stateRoot = mkdtempSync(join(tmpdir(), "appstack-scale-"));
   const load: number[] = [];
   const loadTimer = setInterval(() => load.push(loadavg()[0]!), 10_000);
+  let replicas: Replicas | undefined;
   try {
     const clients = kubeClients(cluster.kubeconfig);
     await installApi(clients);
     const components: readonly Component[] = cluster.components;
     const env = { KUBECONFIG: cluster.kubeconfig };
+    const requests = () => countRequests(cluster.kubeconfig);
 
     // The baseline first: its round is the short one, and its ratio stands even if appstack's does not finish.
     const baselineChild = node("test/bench/baseline.ts", { ...env, BASELINE_CONCURRENCY: concurrency, BASELINE_NAMESPACE_PREFIX: "scale-baseline-" });
     const baselineSampler = new ProcessTreeSampler(baselineChild.pid!);
     baselineSampler.start();
     await sleep(3_000);
+    const baselineRequests = await requests();
     const baseline = await applyAndWait(clients, `scale-baseline-${n}`, n, { sampler: baselineSampler, meter: new CpuMeter(baselineSampler, components) });
+    const baselineRate = await baselineRequests();
     baselineSampler.stop();
     await stopProcess(baselineChild);
     console.error(`baseline: ${n} Apps Ready in ${baseline.totalSeconds.toFixed(1)} s`);
 
     const namespace = `scale-appstack-${n}`;
-    const [metricsPort] = (await freeLoopbackPorts(1)) as [number];
     // The default resync period (10 minutes): the quiet minute is the operator left alone.
-    const operatorEnv = { ...env, APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_HEALTH_ADDR: `127.0.0.1:${metricsPort}`, APPSTACK_NAMESPACES: namespace, APPSTACK_LEADER_ELECT: "false" };
-    let operator = node("operator/cmd/main.ts", operatorEnv);
-    let sampler = new ProcessTreeSampler(operator.pid!);
-    sampler.start();
-    await untilReady(metricsPort);
+    const replicaEnv = { ...env, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_NAMESPACES: namespace };
+    replicas = new Replicas({ count: replicaCount, env: replicaEnv, stateRoot, backendUrl: onPostgres ? cluster.postgresUrl : undefined, ports: await freeLoopbackPorts(replicaCount) });
+    await replicas.untilReady();
     await sleep(1_000); // a PSS sample of the ready operator with no object (one in ten samples reads it)
-    const startRssKiB = sampler.rootKiB;
-    const startPssKiB = sampler.treePssKiB;
-    const created = await applyAndWait(clients, namespace, n, { sampler, meter: new CpuMeter(sampler, components) }, metricsPort);
-    console.error(`appstack: ${n} Apps Ready in ${created.totalSeconds.toFixed(1)} s`);
-    const peak = { rootKiB: sampler.peakRootKiB, treeKiB: sampler.peakTreeKiB, treePssKiB: sampler.peakTreePssKiB };
+    const { group } = replicas;
+    const ready = replicas.readings();
+    const roundRequests = await requests();
+    const created = await applyAndWait(clients, namespace, n, { sampler: group, meter: new CpuMeter(group, components) }, replicas.ports);
+    const roundRate = await roundRequests();
+    const afterRound = replicas.readings();
+    console.error(`appstack: ${n} Apps Ready in ${created.totalSeconds.toFixed(1)} s on ${replicaCount} replica(s)`);
+    const peak = { rootKiB: group.peakRootKiB, treeKiB: group.peakTreeKiB, treePssKiB: group.peakTreePssKiB };
+    const peaks = replicas.members.map(({ sampler }) => ({ rssKiB: sampler.peakRootKiB, pssKiB: sampler.peakTreePssKiB }));
 
     // A quiet minute with every object Ready: what the operator and the control plane spend.
-    const meter = new CpuMeter(sampler, components);
+    const meter = new CpuMeter(group, components);
     const quietBefore = meter.snapshot();
-    const metricsBefore = await scrape(metricsPort);
-    sampler.resetPulumiCount();
+    const metricsBefore = await scrape(replicas.ports);
+    const quietRequests = await requests();
+    group.resetPulumiCount();
     await sleep(idleSeconds * 1000);
-    const metricsAfter = await scrape(metricsPort);
+    const quietRate = await quietRequests();
+    const metricsAfter = await scrape(replicas.ports);
     const quiet = meter.since(quietBefore);
-    const quietPulumi = sampler.pulumiProcesses;
+    const quietPulumi = group.pulumiProcesses;
     const quietReconciles = counterTotal(metricsAfter, "appstack_reconcile_total") - counterTotal(metricsBefore, "appstack_reconcile_total");
-    const idleRssKiB = sampler.rootKiB;
-    const idlePssKiB = sampler.treePssKiB;
+    const quietReadings = replicas.readings();
+    const shares = await replicas.shares(n);
     console.error(`appstack: quiet minute: ${quiet.reconciler.toFixed(1)} CPU s operator, ${quietPulumi} Pulumi processes`);
+    const figuresOf = replicas.members.map((replica, i): ReplicaFigures => ({ name: replica.name, share: shares[i]!, ready: ready[i]!, afterRound: afterRound[i]!, quiet: quietReadings[i]!, peak: peaks[i]! }));
 
-    const state = folderSize(stateDir);
-    const backend = folderSize(join(stateDir, "backend"));
-    const stackLs = stackLsSeconds(stateDir, "bench", 3);
-    console.error(`appstack: state ${(state.bytes / 2 ** 20).toFixed(1)} MiB, stack ls ${stackLs.seconds[1]?.toFixed(1)} s`);
+    const stored = await storage(replicas);
+    console.error(`appstack: state folders ${(stored.state.bytes / 2 ** 20).toFixed(1)} MiB, stack ls ${stored.stackLs.seconds[1]?.toFixed(1)} s`);
 
     // A restart with every object in place: the operator goes through each once more, as a resync does.
-    sampler.stop();
-    await stopProcess(operator);
+    await replicas.stop();
     const restartStarted = Date.now();
-    operator = node("operator/cmd/main.ts", operatorEnv);
-    sampler = new ProcessTreeSampler(operator.pid!);
-    const restartMeter = new CpuMeter(sampler, components);
+    const restartRequests = await requests();
+    replicas = replicas.again();
+    const restartMeter = new CpuMeter(replicas.group, components);
     const restartBefore = restartMeter.snapshot();
-    sampler.start();
-    await untilFirstPass(metricsPort, n);
+    await replicas.untilFirstPass(n);
     const restartSeconds = (Date.now() - restartStarted) / 1000;
     const restart = restartMeter.since(restartBefore);
-    const restartMetrics = await scrape(metricsPort);
-    const restartPulumi = sampler.pulumiProcesses;
+    const restartRate = await restartRequests();
+    const restartMetrics = await scrape(replicas.ports);
+    const restartPulumi = replicas.group.pulumiProcesses;
     const readyAfterRestart = await readyCount(clients, namespace);
-    sampler.stop();
-    await stopProcess(operator);
+    await replicas.stop();
     console.error(`appstack: restart, every object reconciled in ${restartSeconds.toFixed(1)} s`);
 
     const figures: ScaleFigures = {
-      n, nodes, concurrency: Number(concurrency), baseline, created, peak, startRssKiB, startPssKiB, idleRssKiB, idlePssKiB,
+      n, replicas: figuresOf, nodes, concurrency: Number(concurrency), baseline, created, peak,
+      startRssKiB: sumOf(ready, (r) => r.rssKiB), startPssKiB: sumOf(ready, (r) => r.pssKiB), idleRssKiB: sumOf(quietReadings, (r) => r.rssKiB), idlePssKiB: sumOf(quietReadings, (r) => r.pssKiB),
       quiet: { split: quiet, pulumiProcesses: quietPulumi, reconciles: quietReconciles, seconds: idleSeconds },
       restart: { split: restart, seconds: restartSeconds, pulumiProcesses: restartPulumi, reconciles: counterTotal(restartMetrics, "appstack_reconcile_total"), operations: counterTotal(restartMetrics, "appstack_pulumi_operations_total"), ready: readyAfterRestart },
-      state, backend, stackLs, load,
+      ...stored, load,
+      requests: { baseline: baselineRate, round: roundRate, quiet: quietRate, restart: restartRate },
     };
-    console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), ${nodes} kwok nodes, concurrency ${concurrency} for both.\n`);
+    const backend = onPostgres ? "one PostgreSQL backend" : "a file backend";
+    console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), ${nodes} kwok nodes, ${replicaCount} appstack replica(s) on ${backend}, concurrency ${concurrency} for the baseline and each replica.\n`);
     console.log(scaleTable(figures));
   } finally {
     clearInterval(loadTimer);
+    await replicas?.stop();
     await cluster.stop();
-    rmSync(stateDir, { recursive: true, force: true });
+    rmSync(stateRoot, { recursive: true, force: true });
   }
 }
+
+const sumOf = <T>(items: readonly T[], pick: (item: T) => number) => items.reduce((sum, item) => sum + pick(item), 0);
 
 await main();

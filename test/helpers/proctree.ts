@@ -146,3 +146,46 @@ export class ProcessTreeSampler {
     this.peakTreePssKiB = Math.max(this.peakTreePssKiB, pss);
   }
 }
+
+/** What the bench reads of a reconciler's processes: one sampled tree, or several read as one (SamplerGroup). */
+export type TreeReadings = Pick<ProcessTreeSampler, "pulumiProcesses" | "resetPulumiCount" | "cpuByCommand" | "cpuSeconds" | "rootKiB" | "treePssKiB" | "peakRootKiB" | "peakTreeKiB" | "peakTreePssKiB">;
+
+/**
+ * Several operator replicas' trees, each sampled on its own, read as one: every figure is the sum
+ * of theirs. A peak is the sum of their peaks, which they need not have reached at the same time.
+ */
+export class SamplerGroup implements TreeReadings {
+  readonly samplers: readonly ProcessTreeSampler[];
+
+  constructor(samplers: readonly ProcessTreeSampler[]) {
+    this.samplers = samplers;
+  }
+
+  private sum(pick: (sampler: ProcessTreeSampler) => number): number {
+    return this.samplers.reduce((total, sampler) => total + pick(sampler), 0);
+  }
+
+  get pulumiProcesses(): number { return this.sum((s) => s.pulumiProcesses); }
+  get rootKiB(): number { return this.sum((s) => s.rootKiB); }
+  get treePssKiB(): number { return this.sum((s) => s.treePssKiB); }
+  get peakRootKiB(): number { return this.sum((s) => s.peakRootKiB); }
+  get peakTreeKiB(): number { return this.sum((s) => s.peakTreeKiB); }
+  get peakTreePssKiB(): number { return this.sum((s) => s.peakTreePssKiB); }
+
+  resetPulumiCount(): void {
+    for (const sampler of this.samplers) sampler.resetPulumiCount();
+  }
+
+  cpuByCommand(): Map<string, number> {
+    const sums = new Map<string, number>();
+    for (const sampler of this.samplers) for (const [comm, seconds] of sampler.cpuByCommand()) sums.set(comm, (sums.get(comm) ?? 0) + seconds);
+    return sums;
+  }
+
+  /** The trees still running, summed; undefined once none is. */
+  cpuSeconds(): { own: number; children: number } | undefined {
+    const each = this.samplers.map((sampler) => sampler.cpuSeconds()).filter((cpu) => cpu !== undefined);
+    if (each.length === 0) return undefined;
+    return { own: each.reduce((sum, cpu) => sum + cpu.own, 0), children: each.reduce((sum, cpu) => sum + cpu.children, 0) };
+  }
+}
