@@ -89,7 +89,12 @@ export class StackSelection {
     let stack: Stack;
     if (!checkpoint) {
       const workspace = await this.workspace(kind);
-      stack = await this.parts.deadlines.command(kind, name, "stack select", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, workspace));
+      // Where the store is read directly (PostgreSQL), its row says which: a new stack is made with
+      // one `stack init` rather than a `stack select` that fails first. Elsewhere Pulumi decides.
+      const stored = await this.parts.checkpoints.stored(name);
+      const args = { stackName: name, projectName, program };
+      const open = () => (stored === undefined ? LocalWorkspace.createOrSelectStack(args, workspace) : stored ? LocalWorkspace.selectStack(args, workspace) : LocalWorkspace.createStack(args, workspace));
+      stack = await this.parts.deadlines.command(kind, name, stored === false ? "stack init" : "stack select", open);
     } else if (await this.exists(name)) stack = await this.selectKnown(name, program, kind);
     else stack = await this.createNew(name, program, `${checkpoint}.json`, kind);
     this.stacks.set(name, answerFromEvents(stack));
