@@ -7,6 +7,7 @@ import type { App } from "../../crds/types.ts";
 import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { httpGet } from "../helpers/http.ts";
+import { appsApi, ReadyWatch } from "./ready-watch.ts";
 import type { TreeReadings } from "../helpers/proctree.ts";
 import type { CpuMeter } from "./cpu.ts";
 import type { Round } from "./tables.ts";
@@ -14,8 +15,6 @@ import type { Round } from "./tables.ts";
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 }
-
-export const appsApi = { group: "appstack.dev", version: "v1alpha1", plural: "apps" } as const;
 
 /** Where the operator's replicas serve /metrics: one port, or several (their series add up, see countersBetween); none for the baseline. */
 export type MetricsPorts = number | readonly number[] | undefined;
@@ -39,27 +38,21 @@ export async function writeAndWait(clients: KubeClients, namespace: string, name
   sampler.resetPulumiCount();
   const cpuBefore = sampler.cpuSeconds()?.children ?? 0;
   const splitBefore = meter.snapshot();
-  const written = new Map<string, { at: number; generation: number }>();
+  const watch = await ReadyWatch.start(clients, namespace);
   const started = Date.now();
-  await Promise.all(names.map(async (name) => {
-    const object = (await write(name)) as App;
-    written.set(name, { at: Date.now(), generation: object.metadata.generation ?? 1 });
-  }));
-  const readyAt = new Map<string, number>();
-  while (readyAt.size < names.length) {
-    const list = (await clients.custom.listNamespacedCustomObject({ ...appsApi, namespace })) as { items: App[] };
-    for (const app of list.items) {
-      const wrote = written.get(app.metadata.name);
-      const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && app.status.observedGeneration === app.metadata.generation;
-      if (wrote && ready && (app.metadata.generation ?? 0) >= wrote.generation && !readyAt.has(app.metadata.name)) readyAt.set(app.metadata.name, Date.now());
-    }
-    if (Date.now() - started > 30 * 60_000) throw new Error(`only ${readyAt.size} of ${names.length} Ready after 30 minutes`);
-    await sleep(250);
+  try {
+    await Promise.all(names.map(async (name) => {
+      const object = (await write(name)) as App;
+      watch.expect(name, object.metadata.generation ?? 1, Date.now());
+    }));
+    await watch.untilAllReady(30 * 60_000);
+  } finally {
+    await watch.stop();
   }
-  const perObject = [...readyAt].map(([name, at]) => (at - written.get(name)!.at) / 1000).sort((a, b) => a - b);
+  const perObject = watch.secondsToReady();
   return {
     n: names.length,
-    totalSeconds: (Math.max(...readyAt.values()) - started) / 1000,
+    totalSeconds: (Math.max(...watch.readyAt.values()) - started) / 1000,
     p50: percentile(perObject, 50),
     p95: percentile(perObject, 95),
     pulumiProcesses: sampler.pulumiProcesses,
