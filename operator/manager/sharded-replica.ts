@@ -70,7 +70,7 @@ export function runShardedReplica(config: OperatorConfig, binaries: EngineBinari
       metrics.leader.set(0);
       stopAndExit("lost leadership; stopping every operation and exiting so that another replica runs the sharder");
     });
-    sharder = new Sharder({ clients, namespaces: config.namespaces, leaseNamespace: election.namespace, ring: election.name, periodMs: sharderPeriodMs, leading: () => leader.holdsNow(), log: log.with({ component: "sharder" }), metrics: shardMetrics });
+    sharder = new Sharder({ clients, namespaces: config.namespaces, leaseNamespace: election.namespace, ring: election.name, periodMs: sharderPeriodMs, watchTimeoutMs: config.watchTimeoutMs, leading: () => leader.holdsNow(), log: log.with({ component: "sharder" }), metrics: shardMetrics });
     sharder.start();
   };
   // acquire() ends only when the service is stopped first (it retries every other failure).

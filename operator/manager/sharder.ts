@@ -1,13 +1,14 @@
-// The sharder, run by the leader: every period it lists the shard Leases and the objects, builds the
-// ring of the live replicas, and writes each object's owner or drain label as assignment.ts decides.
-// Each write names the resourceVersion read, so a write crossing an owner's confirmation fails and
-// waits for the next pass. Objects get their owner only here: a new object waits up to one period
-// (no webhook labels it at creation).
+// The sharder, run by the leader: every period it lists the shard Leases, reads every object from its
+// cache (workload-cache.ts), builds the ring of the live replicas, and writes each object's owner or
+// drain label as assignment.ts decides. Each write names the resourceVersion read, so a write
+// crossing an owner's confirmation fails and waits for the next pass. Objects get their owner only
+// here (no webhook labels them at creation): an object that arrives, or loses its owner, wakes the
+// sharder for a pass at once, so it waits for about one pass rather than one period.
 import { CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { workloadKinds } from "../../components/kinds.ts";
-import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import type { Workload, WorkloadKind } from "../../crds/types.ts";
 import type { Logger } from "../base/log.ts";
 import { labelPath } from "../controller/shard-fence.ts";
 import { draining, memberName, ringKey, shardDrainLabel, shardOwner, shardOwnerLabel, shardRingLabel } from "../controller/shard-labels.ts";
@@ -15,6 +16,7 @@ import { apiClient, briefError, isConflict, isNotFound, keyString, patchWorkload
 import { assign } from "./assignment.ts";
 import { HashRing } from "./ring.ts";
 import type { ShardMetrics } from "./shard-metrics.ts";
+import { WorkloadCache } from "./workload-cache.ts";
 
 export interface SharderSettings {
   readonly clients: KubeClients;
@@ -31,7 +33,22 @@ export interface SharderSettings {
   readonly leases?: LeaseCalls;
   /** A monotonic clock, in ms. */
   readonly now?: () => number;
+  /** How long the API server keeps one watch of the objects' cache open. */
+  readonly watchTimeoutMs?: number;
+  /** Where the objects come from (tests inject fakes); by default a WorkloadCache, its informers started with the sharder. */
+  readonly objects?: ObjectSource;
 }
+
+export interface ObjectSource {
+  /** Every object of `kind` in the sharder's namespaces, each with its kind; undefined while not known in full. */
+  objects(kind: WorkloadKind): Workload[] | undefined;
+  /** `onChange` is told of every object added or changed, once `objects` holds it. */
+  start(onChange: (object: Workload) => void): void;
+  stop(): Promise<void>;
+}
+
+/** The least time between two passes, however often objects arrive: a burst of new objects is placed in batches. */
+const minPassGapMs = 100;
 
 export type LeaseCalls = Pick<CoordinationV1Api, "listNamespacedLease" | "deleteNamespacedLease">;
 
@@ -43,22 +60,59 @@ export class Sharder {
   private readonly observed = new Map<string, { record: string; at: number }>();
   /** Per object key: when this sharder set its drain label. */
   private readonly drainsStarted = new Map<string, number>();
+  private readonly source: ObjectSource;
   private stopped = false;
   private running: Promise<void> | undefined;
+  /** Ends the wait between passes early: something arrived that wants placing. */
+  private wake: (() => void) | undefined;
+  /** Something wanted placing while no wait was under way (during a pass): the next wait is the shortest. */
+  private wakeAsked = false;
 
   constructor(settings: SharderSettings) {
     this.settings = settings;
     this.leases = settings.leases ?? apiClient(settings.clients.config, CoordinationV1Api);
     this.now = settings.now ?? (() => performance.now());
+    this.source = settings.objects ?? new WorkloadCache({
+      clients: settings.clients,
+      namespaces: settings.namespaces,
+      watchTimeoutMs: settings.watchTimeoutMs ?? 60_000,
+      log: settings.log,
+    });
   }
 
   start(): void {
+    // An object without an owner (new, or drained and let go) is placed at once.
+    this.source.start((object) => {
+      if (!shardOwner(object)) this.wakeUp();
+    });
     this.running ??= this.loop();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wakeUp();
     await this.running;
+    await this.source.stop();
+  }
+
+  private wakeUp(): void {
+    this.wakeAsked = true;
+    this.wake?.();
+  }
+
+  /** Until `periodMs` has passed or something wakes the sharder, but at least `minPassGapMs`. */
+  private async pause(): Promise<void> {
+    await sleep(minPassGapMs);
+    if (!this.stopped && !this.wakeAsked) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        timer = setTimeout(resolve, this.settings.periodMs - minPassGapMs);
+      });
+      clearTimeout(timer);
+      this.wake = undefined;
+    }
+    this.wakeAsked = false;
   }
 
   private async loop(): Promise<void> {
@@ -72,7 +126,7 @@ export class Sharder {
         if (!failing) this.settings.log.warn("the sharder's pass failed; retrying", { error: briefError(error) });
         failing = true;
       }
-      await sleep(this.settings.periodMs);
+      await this.pause();
     }
   }
 
@@ -113,22 +167,16 @@ export class Sharder {
     }
   }
 
-  private async objects(kind: WorkloadKind): Promise<Workload[]> {
-    const { custom } = this.settings.clients;
-    const plural = plurals[kind];
-    const lists: unknown[] = this.settings.namespaces === "all"
-      ? [await custom.listClusterCustomObject({ group, version, plural })]
-      : await Promise.all(this.settings.namespaces.map((namespace) => custom.listNamespacedCustomObject({ group, version, namespace, plural })));
-    return lists.flatMap((list) => (list as { items: Workload[] }).items.map((item) => ({ ...item, kind }) as Workload));
-  }
-
   /** One pass: every object's owner as the ring of live members wants it, drained first where its owner lives. */
   async pass(): Promise<void> {
     const leases = (await this.leases.listNamespacedLease({ namespace: this.settings.leaseNamespace, labelSelector: `${shardRingLabel}=${this.settings.ring}` })).items;
     const { members: alive, dead } = this.alive(leases);
     const ring = new HashRing(alive);
     const sizes = new Map<string, number>();
-    for (const kind of workloadKinds) for (const object of await this.objects(kind)) await this.place(kind, object, ring, alive, sizes);
+    const objects = workloadKinds.map((kind) => [kind, this.source.objects(kind)] as const);
+    // Until the cache holds every object, shares cannot be counted and nothing is placed.
+    if (objects.some(([, known]) => known === undefined)) return;
+    for (const [kind, known] of objects) for (const object of known!) await this.place(kind, object, ring, alive, sizes);
     await this.forget(dead);
     this.settings.metrics?.members.set(alive.size);
     this.settings.metrics?.assigned.reset();

@@ -9,7 +9,8 @@ import type { Workload } from "../../crds/types.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { shardDrainLabel, shardOwnerLabel, shardRingLabel } from "../../operator/controller/shard-labels.ts";
 import type { KubeClients } from "../../operator/kube/clients.ts";
-import { Sharder, type LeaseCalls } from "../../operator/manager/sharder.ts";
+import { eventually } from "../helpers/cluster.ts";
+import { Sharder, type LeaseCalls, type ObjectSource } from "../../operator/manager/sharder.ts";
 
 const log = createLogger({ level: "error", format: "json", write: () => undefined });
 
@@ -27,6 +28,7 @@ class FakeCluster {
 
   addApp(name: string, labels: Record<string, string> = {}): void {
     this.apps.set(name, { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace: "default", resourceVersion: String(++this.version), labels }, spec: { image: "x" } } as Workload);
+    this.told?.(structuredClone(this.apps.get(name)!));
   }
 
   /** What a replica's elector does: create or renew its shard Lease. */
@@ -52,9 +54,19 @@ class FakeCluster {
     app.metadata = { ...app.metadata, labels, resourceVersion: String(++this.version) };
   }
 
+  /** Whether the sharder's cache has listed (it holds every object). */
+  listed = true;
+  private told: ((object: Workload) => void) | undefined;
+
+  /** The sharder's cache, as an informer would hold the objects now, telling of each new one. */
+  readonly objectSource: ObjectSource = {
+    objects: (kind) => (!this.listed ? undefined : kind === "App" ? [...this.apps.values()].map((app) => structuredClone(app)) : []),
+    start: (onChange) => (this.told = onChange),
+    stop: () => Promise.resolve(),
+  };
+
   readonly clients = {
     custom: {
-      listClusterCustomObject: ({ plural }: { plural: string }) => Promise.resolve({ items: plural === "apps" ? [...this.apps.values()].map((app) => structuredClone(app)) : [] }),
       patchNamespacedCustomObject: ({ name, body }: { name: string; body: Patch }) => {
         const app = this.apps.get(name);
         if (!app) return Promise.reject(apiError(404));
@@ -88,8 +100,8 @@ class FakeCluster {
   };
 }
 
-function sharder(cluster: FakeCluster, clock: { now: number }, leading = () => true): Sharder {
-  return new Sharder({ clients: cluster.clients, namespaces: "all", leaseNamespace: "default", ring: "appstack-operator", periodMs: 1_000, leading, log, leases: cluster.leaseCalls, now: () => clock.now });
+function sharder(cluster: FakeCluster, clock: { now: number }, leading = () => true, periodMs = 1_000): Sharder {
+  return new Sharder({ clients: cluster.clients, namespaces: "all", leaseNamespace: "default", ring: "appstack-operator", periodMs, leading, log, leases: cluster.leaseCalls, now: () => clock.now, objects: cluster.objectSource });
 }
 
 const names = Array.from({ length: 30 }, (_, i) => `app-${i}`);
@@ -146,4 +158,30 @@ test("a sharder that no longer leads writes nothing", async () => {
   for (const name of names) cluster.addApp(name);
   await assert.rejects(sharder(cluster, { now: 0 }, () => false).pass(), /no longer the leader/);
   assert.equal(cluster.patches, 0);
+});
+
+test("a sharder whose cache has not yet listed every object places none", async () => {
+  const cluster = new FakeCluster();
+  cluster.renew("a");
+  for (const name of names) cluster.addApp(name);
+  cluster.listed = false;
+  await sharder(cluster, { now: 0 }).pass();
+  assert.equal(cluster.patches, 0);
+});
+
+test("an object that arrives is placed at once, not at the sharder's next period", async () => {
+  const cluster = new FakeCluster();
+  cluster.renew("a");
+  cluster.addApp("early");
+  // A period no test waits out: after the first pass, only the arrival can bring another.
+  const running = sharder(cluster, { now: 0 }, () => true, 3_600_000);
+  running.start();
+  try {
+    await eventually("the sharder's first pass", () => Promise.resolve(cluster.owner("early")));
+    cluster.addApp("late");
+    await eventually("the new object's owner", () => Promise.resolve(cluster.owner("late")));
+    assert.equal(cluster.owner("late"), "a");
+  } finally {
+    await running.stop();
+  }
 });
