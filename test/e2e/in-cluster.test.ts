@@ -19,7 +19,7 @@ import { holdWrites } from "../helpers/hold.ts";
 import { httpGet } from "../helpers/http.ts";
 import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
-import { isReady, killContainer, operatorNamespace, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
+import { isReady, killContainer, operatorNamespace, podGone, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
 import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
 
 const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
@@ -195,14 +195,7 @@ test("the operator pod deleted while an App change is in flight: it stops within
       return pod.metadata?.deletionTimestamp ? true : undefined;
     }, 30_000);
     await hold.release();
-    await eventually("the old operator pod gone", async () => {
-      try {
-        await core.readNamespacedPod({ name: oldName, namespace: operatorNamespace });
-        return undefined;
-      } catch (error) {
-        return isNotFound(error) ? true : undefined;
-      }
-    }, 120_000);
+    await podGone(core, oldName, operatorNamespace, 120_000);
     const stopSeconds = (Date.now() - deleted) / 1000;
     figure(`operator pod deleted mid-update: gone ${stopSeconds.toFixed(1)} s after the delete (grace 90 s)`);
     // Gone well before the kubelet's SIGKILL at the end of terminationGracePeriodSeconds (90): it stopped on SIGTERM.
