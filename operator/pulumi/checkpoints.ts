@@ -113,8 +113,22 @@ export class Checkpoints {
 
   /** The stack's checkpoint, read directly (one read, no check first); undefined when it is absent (or compressed) or not read directly. */
   async file(name: string): Promise<CheckpointFile["checkpoint"] | undefined> {
-    const text = await this.store?.read(`${this.key(name)}.json`);
+    const text = await this.text(name);
     if (text === undefined) return undefined;
     return parseCheckpoint(text).checkpoint;
+  }
+
+  /** The stack's checkpoint as stored; undefined when it is absent (or compressed) or not read directly. */
+  text(name: string): Promise<string | undefined> {
+    return this.store?.read(`${this.key(name)}.json`) ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * A new stack's checkpoint, `text`, written where none is in a store that can do so in one step
+   * (PostgreSQL's insert); whether it wrote. Undefined where the store cannot: the file backend's
+   * new checkpoints are written as files (new-stacks.ts), other backends' through Pulumi.
+   */
+  async create(name: string, text: string): Promise<boolean | undefined> {
+    return this.store?.create?.(`${this.key(name)}.json`, text);
   }
 }

@@ -1,9 +1,10 @@
-// New stacks of the file backend, made without a Pulumi process. `pulumi stack init` is a whole CLI
+// New stacks of the file and PostgreSQL backends, made without a Pulumi process. `pulumi stack init` is a whole CLI
 // process that writes two small files: the stack's checkpoint, which holds no resources yet and
 // the secrets provider's state (its URL and the stack's data key, wrapped by the key service),
 // and its settings file beside Pulumi.yaml, which holds the same. So the first new stack of a
 // workspace is made by `stack init`, and its two files as Pulumi wrote them become the template of
-// every later one, which differs only in its name and time. Every stack then shares one data key:
+// every later one, which differs only in its name and time (on PostgreSQL the checkpoint is the
+// stack's row, inserted only where none is). Every stack then shares one data key:
 // they already share one passphrase, and AES-GCM's random nonces keep reuse of a key safe. A
 // template of another secrets provider (the passphrase provider, before the key service) is not
 // used: the next `stack init` replaces it. Neither file's layout is documented by Pulumi:
@@ -53,11 +54,11 @@ export async function loadTemplate(workDir: string, secretsProvider: string, io:
 }
 
 /**
- * Keeps the files `stack init` just wrote for `stack` (before any operation on it) as the
- * template of new stacks; returns it, or undefined when they are not what a new stack looks like.
+ * Keeps what `stack init` just wrote for `stack` (before any operation on it), its `checkpoint`
+ * and its settings file, as the template of new stacks; returns it, or undefined when they are not
+ * what a new stack looks like.
  */
-export async function saveTemplate(workDir: string, checkpointPath: string, stack: string, io: StateIo): Promise<NewStackTemplate | undefined> {
-  const checkpoint = await io.readText(checkpointPath);
+export async function saveTemplate(workDir: string, checkpoint: string, stack: string, io: StateIo): Promise<NewStackTemplate | undefined> {
   const parsed = parseCheckpoint(checkpoint);
   if (!parsed.checkpoint.stack.endsWith(`/${stack}`) || parsed.checkpoint.latest?.resources?.length) return undefined;
   const template = { checkpoint, settings: await io.readText(stackSettingsFile(workDir, stack)) };
@@ -65,14 +66,26 @@ export async function saveTemplate(workDir: string, checkpointPath: string, stac
   return template;
 }
 
+/** Writes a new stack's checkpoint; false when a stack of that name turned out to exist (nothing written). */
+export type CheckpointWriter = (checkpoint: string) => Promise<boolean>;
+
+/** The file backend's: the checkpoint's file, renamed into place. */
+export function checkpointFile(path: string, io: StateIo): CheckpointWriter {
+  return async (checkpoint) => {
+    await writeAtomically(path, checkpoint, io);
+    return true;
+  };
+}
+
 /**
  * Writes the settings file and then the checkpoint of a new stack `stack` from `template`; the
  * checkpoint is what makes the stack exist, so a kill in between leaves a stack still to make.
+ * Whether it made the stack (`writeCheckpoint` found none there).
  */
-export async function createFromTemplate(template: NewStackTemplate, workDir: string, checkpointPath: string, stack: string, io: StateIo): Promise<void> {
+export async function createFromTemplate(template: NewStackTemplate, workDir: string, stack: string, io: StateIo, writeCheckpoint: CheckpointWriter): Promise<boolean> {
   const parsed = parseCheckpoint(template.checkpoint);
   parsed.checkpoint.stack = parsed.checkpoint.stack.replace(/[^/]+$/, stack);
   if (parsed.checkpoint.latest?.manifest) parsed.checkpoint.latest.manifest.time = new Date().toISOString();
   await writeAtomically(stackSettingsFile(workDir, stack), template.settings, io);
-  await writeAtomically(checkpointPath, JSON.stringify(parsed), io);
+  return writeCheckpoint(JSON.stringify(parsed));
 }

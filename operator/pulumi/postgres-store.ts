@@ -81,10 +81,15 @@ export class PostgresStore implements StateStore {
 
   /** The rows of a query; none when the table does not exist yet. */
   private async query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+    return (await this.result(sql, params, [])).rows as Record<string, unknown>[];
+  }
+
+  /** A query's result; `ifNoTable` when the table does not exist yet (undefined: that is an error too). */
+  private async result(sql: string, params: unknown[], ifNoTable: unknown[] | undefined): Promise<{ rows: unknown[]; rowCount: number | null }> {
     try {
-      return (await this.pool.query(sql, params)).rows as Record<string, unknown>[];
+      return await this.pool.query(sql, params);
     } catch (error) {
-      if ((error as { code?: string }).code === undefinedTable) return [];
+      if ((error as { code?: string }).code === undefinedTable && ifNoTable) return { rows: ifNoTable, rowCount: 0 };
       throw new Error(`the state database ${this.description} did not answer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }
@@ -103,6 +108,13 @@ export class PostgresStore implements StateStore {
   async write(key: string, text: string): Promise<void> {
     const data = JSON.stringify({ data: Buffer.from(text, "utf8").toString("base64") });
     await this.query(`INSERT INTO ${this.table} (key, data) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET data = $2, updated_at = now()`, [this.prefix + key, data]);
+  }
+
+  /** Only where no row is; the table must exist (a stack Pulumi made made it): a create must not vanish unnoticed. */
+  async create(key: string, text: string): Promise<boolean> {
+    const data = JSON.stringify({ data: Buffer.from(text, "utf8").toString("base64") });
+    const { rowCount } = await this.result(`INSERT INTO ${this.table} (key, data) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [this.prefix + key, data], undefined);
+    return rowCount === 1;
   }
 
   async remove(key: string): Promise<void> {

@@ -1,5 +1,6 @@
-// Selecting and creating stacks: each stack selected once per process, a new one of the file
-// backend made from the template of new stacks, and the shared work folder their workspaces use.
+// Selecting and creating stacks: each stack selected once per process, a new one of the file or
+// PostgreSQL backend made from the template of new stacks, and the shared work folder their
+// workspaces use.
 import { LocalWorkspace, StackAlreadyExistsError, StackNotFoundError, type PulumiFn, Stack } from "@pulumi/pulumi/automation/index.js";
 import { join } from "node:path";
 import yaml from "js-yaml";
@@ -9,7 +10,7 @@ import type { Checkpoints } from "./checkpoints.ts";
 import type { DeadlineRunner } from "./deadline-runner.ts";
 import { forgetPulumiCommand, workspaceOptions, type EngineSettings } from "./engine.ts";
 import { secretsProviderUrl } from "./key-service.ts";
-import { createFromTemplate, loadTemplate, saveTemplate } from "./new-stacks.ts";
+import { checkpointFile, createFromTemplate, loadTemplate, saveTemplate, type CheckpointWriter } from "./new-stacks.ts";
 import { killEngines } from "./orphans.ts";
 import type { PendingOperations } from "./pending-operations.ts";
 import type { Recovery } from "./recovery.ts";
@@ -84,32 +85,48 @@ export class StackSelection {
     this.stacks.delete(name);
   }
 
+  /**
+   * Where the backend is read directly (its files, PostgreSQL's rows), whether the stack exists is
+   * known without a Pulumi process: an existing stack is used without `stack select`, a new one is
+   * made from the template. Elsewhere Pulumi decides.
+   */
   private async selectAfresh(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
-    const checkpoint = this.parts.checkpoints.base(name);
+    const known = await this.known(name);
     let stack: Stack;
-    if (!checkpoint) {
+    if (known === undefined) {
       const workspace = await this.workspace(kind);
-      // Where the store is read directly (PostgreSQL), its row says which: a new stack is made with
-      // one `stack init` rather than a `stack select` that fails first. Elsewhere Pulumi decides.
-      const stored = await this.parts.checkpoints.stored(name);
-      const args = { stackName: name, projectName, program };
-      const open = () => (stored === undefined ? LocalWorkspace.createOrSelectStack(args, workspace) : stored ? LocalWorkspace.selectStack(args, workspace) : LocalWorkspace.createStack(args, workspace));
-      stack = await this.parts.deadlines.command(kind, name, stored === false ? "stack init" : "stack select", open);
-    } else if (await this.exists(name)) stack = await this.selectKnown(name, program, kind);
-    else stack = await this.createNew(name, program, `${checkpoint}.json`, kind);
+      stack = await this.parts.deadlines.command(kind, name, "stack select", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program }, workspace));
+    } else if (known) stack = await this.selectKnown(name, program, kind);
+    else stack = await this.createNew(name, program, kind);
     this.stacks.set(name, answerFromEvents(stack));
     return stack;
   }
 
+  /** Whether the backend holds the stack, read directly; undefined where it is not read directly. */
+  private async known(name: string): Promise<boolean | undefined> {
+    const base = this.parts.checkpoints.base(name);
+    return base ? this.parts.checkpoints.exists(base) : this.parts.checkpoints.stored(name);
+  }
+
+  /** Writes a new stack's checkpoint: the file backend's as a file, a store's as a row where none is. */
+  private checkpointWriter(name: string): CheckpointWriter {
+    const base = this.parts.checkpoints.base(name);
+    if (base) return checkpointFile(`${base}.json`, this.parts.io);
+    return async (checkpoint) => {
+      const made = await this.parts.checkpoints.create(name, checkpoint);
+      if (made === undefined) throw new Error("this backend's new stacks are made by Pulumi only");
+      return made;
+    };
+  }
+
   /**
-   * A stack of the file backend known to be new (cheap to know): made from the template (no
-   * Pulumi process) once the first one made by `stack init` gave it, with no pending operations.
+   * A stack known to be new: made from the template (no Pulumi process) once the first one made by
+   * `stack init` gave it, with no pending operations. One that turns out to exist is selected.
    */
-  private async createNew(name: string, program: PulumiFn, checkpointPath: string, kind: StackOperation["kind"]): Promise<Stack> {
+  private async createNew(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
     const template = await loadTemplate(this.settings.workDir, secretsProviderUrl, this.parts.io);
     if (template) {
-      await createFromTemplate(template, this.settings.workDir, checkpointPath, name, this.parts.io);
-      this.parts.pending.markClean(name);
+      if (await createFromTemplate(template, this.settings.workDir, name, this.parts.io, this.checkpointWriter(name))) this.parts.pending.markClean(name);
       return this.selectKnown(name, program, kind);
     }
     const args = { stackName: name, projectName, program };
@@ -117,7 +134,7 @@ export class StackSelection {
     try {
       const stack = await this.parts.deadlines.command(kind, name, "stack init", () => LocalWorkspace.createStack(args, workspace));
       this.parts.pending.markClean(name);
-      await this.keepAsTemplate(name, checkpointPath);
+      await this.keepAsTemplate(name);
       return stack;
     } catch (error) {
       // Stored under a layout the file check does not know: it exists after all.
@@ -126,17 +143,18 @@ export class StackSelection {
     }
   }
 
-  private async keepAsTemplate(name: string, checkpointPath: string): Promise<void> {
+  private async keepAsTemplate(name: string): Promise<void> {
     try {
-      if (!(await saveTemplate(this.settings.workDir, checkpointPath, name, this.parts.io))) this.parts.log.warn("a new stack's files are not what appstack expects: every new stack costs a `pulumi stack init`", { stack: name });
+      const checkpoint = await this.parts.checkpoints.text(name);
+      if (checkpoint === undefined || !(await saveTemplate(this.settings.workDir, checkpoint, name, this.parts.io))) this.parts.log.warn("a new stack's files are not what appstack expects: every new stack costs a `pulumi stack init`", { stack: name });
     } catch (error) {
       this.parts.log.warn("could not keep a new stack's files as the template of new stacks", { stack: name, error: String(error) });
     }
   }
 
   /**
-   * A stack of the file backend that the file check found: `pulumi stack select` would spend a
-   * process only to say so again, and every operation names its stack (`--stack`) anyway.
+   * A stack the backend was read to hold: `pulumi stack select` would spend a process only to say
+   * so again, and every operation names its stack (`--stack`) anyway.
    */
   private async selectKnown(name: string, program: PulumiFn, kind: StackOperation["kind"]): Promise<Stack> {
     const workspace = await LocalWorkspace.create({ ...(await this.workspace(kind)), program });
@@ -150,11 +168,12 @@ export class StackSelection {
       const cached = this.stacks.get(name);
       if (cached) return cached;
       const program = () => Promise.resolve();
-      if (!this.parts.checkpoints.base(name)) {
+      const known = await this.known(name);
+      if (known === undefined) {
         const workspace = await this.workspace("destroy");
         return answerFromEvents(await this.parts.deadlines.command("destroy", name, "stack select", () => LocalWorkspace.selectStack({ stackName: name, projectName, program }, workspace)));
       }
-      return (await this.exists(name)) ? answerFromEvents(await this.selectKnown(name, program, "destroy")) : undefined;
+      return known ? answerFromEvents(await this.selectKnown(name, program, "destroy")) : undefined;
     } catch (error) {
       if (!(error instanceof StackNotFoundError)) throw await this.parts.recovery.afterFailure(name, error);
       return undefined;
@@ -163,10 +182,8 @@ export class StackSelection {
 
   /** Whether the stack exists; cheap (no Pulumi process) for the file and PostgreSQL backends. */
   async exists(name: string): Promise<boolean> {
-    const base = this.parts.checkpoints.base(name);
-    if (base) return this.parts.checkpoints.exists(base);
-    const stored = await this.parts.checkpoints.stored(name);
-    if (stored !== undefined) return stored;
+    const known = await this.known(name);
+    if (known !== undefined) return known;
     const ws = await LocalWorkspace.create(await this.workspace("destroy"));
     // Any `stack ls` of this process past one's deadline is on the same unanswering backend.
     const kill = async () => void (await killEngines("ls", "pulumi stack ls did not finish within its deadline", this.parts.log));
@@ -182,13 +199,14 @@ export class StackSelection {
    */
   async warmUp(): Promise<void> {
     const name = templateStackName;
-    const checkpoint = this.parts.checkpoints.base(name);
     try {
       const workspace = await this.workspace("up");
-      if (!checkpoint || (await loadTemplate(this.settings.workDir, secretsProviderUrl, this.parts.io))) return;
-      // Left over if a kill came between its init and its removal: made again from scratch.
+      if ((await this.known(name)) === undefined || (await loadTemplate(this.settings.workDir, secretsProviderUrl, this.parts.io))) return;
+      // Left over if a kill came between its init and its removal: made again from scratch. Replicas
+      // that share a backend may warm up at once on this one stack: the one whose removal comes
+      // second, or whose read finds it gone, only logs, and its first new stack makes the template.
       const stack = await this.parts.deadlines.command("up", name, "stack init", () => LocalWorkspace.createOrSelectStack({ stackName: name, projectName, program: () => Promise.resolve() }, workspace));
-      await this.keepAsTemplate(name, `${checkpoint}.json`);
+      await this.keepAsTemplate(name);
       await this.parts.deadlines.command("up", name, "stack rm", () => stack.workspace.removeStack(name));
     } catch (error) {
       this.parts.log.warn("could not make the template of new stacks ahead of time", { error: String(error) });

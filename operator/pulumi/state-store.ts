@@ -22,6 +22,11 @@ export interface StateStore {
   /** The blob's text; undefined when there is none. */
   read(key: string): Promise<string | undefined>;
   write(key: string, text: string): Promise<void>;
+  /**
+   * Writes only where no blob is, in one atomic step; whether it wrote. Only a store that has such
+   * a step (a row's insert) offers it: a file backend's new checkpoint is a file renamed into place.
+   */
+  create?(key: string, text: string): Promise<boolean>;
   /** Nothing there is no error. */
   remove(key: string): Promise<void>;
   /** Every key below `prefix` (a folder: it ends in `/`). */
