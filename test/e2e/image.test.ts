@@ -1,7 +1,7 @@
 // The images `appstack image` builds, looked at from inside: what the operator image holds and
 // runs as, and that each image's process starts and serves. Builds them first (cached: seconds
-// when nothing changed; a cold build takes minutes, docs/running-in-the-cluster.md), so it runs
-// only with APPSTACK_IMAGE_TESTS=1. Needs root, buildah and runc, as `appstack image` does.
+// when nothing changed; a cold build takes minutes, docs/running-in-the-cluster.md). Needs root,
+// buildah and runc, as `appstack image` does (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { before, test } from "node:test";
@@ -9,9 +9,10 @@ import { buildah } from "../../toolchain/images/buildah.ts";
 import { buildImages, type BuiltImage } from "../../toolchain/images/build.ts";
 import { memcachedDeployment } from "../../components/manifests.ts";
 import { pinnedVersion, toolByName } from "../../toolchain/tools.ts";
+import { realNodeSkip } from "../helpers/real-node-gate.ts";
 
-const enabled = process.env["APPSTACK_IMAGE_TESTS"] === "1";
-const skip = enabled ? false : "set APPSTACK_IMAGE_TESTS=1 to build and check the images";
+const skip = realNodeSkip("images");
+const enabled = skip === false;
 
 let images: Map<string, BuiltImage>;
 

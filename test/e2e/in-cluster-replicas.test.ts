@@ -3,7 +3,7 @@
 // appstack pulumi up` and `appstack:replicas 2`: each replica reconciles the objects the ring gives
 // it; the leading replica's pod deleted mid-update (SIGTERM, its grace) and its container killed
 // mid-update (SIGKILL, the kubelet restarts it) lose no change and leave no lock behind. One
-// real-node cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
+// real-node cluster for the file. Needs root and Debian's packages (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,9 +24,10 @@ import { holdWrites } from "../helpers/hold.ts";
 import { isReady, killContainer, livePodsOf, operatorNamespace, operatorSelector, podGone, repositoryProgram } from "../helpers/operator-install.ts";
 import { podMetrics } from "../helpers/operator-pod.ts";
 import { metricValue, Workloads } from "../helpers/operator.ts";
+import { realNodeSkip } from "../helpers/real-node-gate.ts";
 
-const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
-const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
+const skip = realNodeSkip("images and node");
+const enabled = skip === false;
 const namespace = "default";
 const waitMs = 300_000;
 /** The leader Lease's name, which also names the ring (operator/manager/config.ts). */

@@ -2,7 +2,7 @@
 // node of a local cluster, installed with `npx appstack pulumi up` of the repository's program;
 // the operator pod passes its own probes, and an App and a Memcached reach Ready with pods that
 // really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
-// cluster for the file. Opt-in (APPSTACK_REAL_NODE_TESTS=1): root, buildah, the kubelet.
+// cluster for the file. Needs root and Debian's packages (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,9 +21,10 @@ import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
 import { isReady, killContainer, operatorNamespace, podGone, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
 import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
+import { realNodeSkip } from "../helpers/real-node-gate.ts";
 
-const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
-const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root and buildah; builds the images and a real node)";
+const skip = realNodeSkip("images and node");
+const enabled = skip === false;
 const namespace = "default";
 const waitMs = 300_000;
 

@@ -1,7 +1,7 @@
 // A local cluster with a real node (ClusterOptions.realNode): pods really run (containerd, runc,
 // the kubelet), Services answer through kube-proxy, claims bind, pods reach the API server, and a
-// stop leaves nothing behind. Opt-in (APPSTACK_REAL_NODE_TESTS=1): it needs root, and it builds the
-// kubelet and kube-proxy on first use.
+// stop leaves nothing behind. It needs root and Debian's packages (test/helpers/real-node-gate.ts),
+// and builds the kubelet and kube-proxy on first use.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -18,9 +18,10 @@ import { httpGet } from "../helpers/http.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { processesMentioning } from "../helpers/proctree.ts";
+import { realNodeSkip } from "../helpers/real-node-gate.ts";
 
-const enabled = process.env["APPSTACK_REAL_NODE_TESTS"] === "1";
-const skip = enabled ? false : "opt-in: set APPSTACK_REAL_NODE_TESTS=1 (needs root; builds the kubelet and kube-proxy once)";
+const skip = realNodeSkip("node");
+const enabled = skip === false;
 const namespace = "default";
 const podTimeoutMs = 120_000;
 
