@@ -165,10 +165,6 @@ export async function stopClusterAt(dir: string): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/**
- * With a real node the API server listens on the node's bridge address instead of loopback: pods
- * reach it there through the `kubernetes` Service, and the host reaches it there as well.
- */
 /** Before anything is made: a real node needs root, and only one runs per machine at a time. */
 function refuseRealNode(options: ClusterOptions): void {
   if (!options.realNode) return;
@@ -182,6 +178,10 @@ function postgresNetwork(realNode: RealNodeState | undefined): { address: string
   return realNode ? { address: realNode.network.gateway, clients: realNode.network.podCidr } : undefined;
 }
 
+/**
+ * With a real node the API server listens on the node's bridge address instead of loopback: pods
+ * reach it there through the `kubernetes` Service, and the host reaches it there as well.
+ */
 function prepareNode(options: ClusterOptions, name: string, dir: string, log: (line: string) => void): { realNode?: RealNodeState; apiserverAddress: string } {
   if (!options.realNode) return { apiserverAddress: "127.0.0.1" };
   try {
