@@ -1,6 +1,6 @@
 // Status: what the live Deployment and pods say, with the conditions of the current phase and the
 // stack report, written through the status subresource only when something in it changed.
-import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import type { V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client-node";
 import { describe } from "../../components/kinds.ts";
 import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
@@ -25,6 +25,11 @@ function rolloutProgress(object: Workload, deployment: V1Deployment | undefined)
   const progressing = status.conditions?.find((c) => c.type === "Progressing");
   if (progressing?.reason === "ProgressDeadlineExceeded") return { kind: "stalled", reason: "ProgressDeadlineExceeded", message: progressing.message ?? "rollout stalled" };
   if ((status.observedGeneration ?? 0) < (deployment.metadata?.generation ?? 0)) return { kind: "progressing", reason: "RollingOut", message: "the Deployment controller has not seen the newest spec yet" };
+  return replicaProgress(want, status);
+}
+
+/** The replica counts of a Deployment whose newest spec the controller has seen, as `kubectl rollout status` reads them. */
+function replicaProgress(want: number, status: V1DeploymentStatus): Phase {
   const updated = status.updatedReplicas ?? 0;
   const available = status.availableReplicas ?? 0;
   const total = status.replicas ?? 0;
