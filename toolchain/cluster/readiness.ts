@@ -4,7 +4,7 @@ import { request as httpGet } from "node:http";
 import { request as httpsGet, type RequestOptions } from "node:https";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
-import { isOurs, logTail, type ComponentProcess } from "./process.ts";
+import { endingOf, isRunning, logTail, type ComponentProcess } from "./process.ts";
 
 const startTimeoutMs = 120_000;
 
@@ -12,7 +12,10 @@ const startTimeoutMs = 120_000;
 export async function waitUntil(what: string, component: ComponentProcess, marker: string, check: () => Promise<boolean>, explain?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
-    if (!isOurs(component.pid, marker)) throw new Error(`${component.name} exited while waiting for ${what}:\n${logTail(component)}`);
+    if (!isRunning(component, marker)) {
+      const ending = endingOf(component);
+      throw new Error(`${component.name} (pid ${component.pid}) exited${ending ? ` (${ending})` : ""} while waiting for ${what}:\n${logTail(component) || "(its log is empty)"}`);
+    }
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) {
       const reported = explain ? await explain().catch((error: unknown) => `(no answer: ${String(error)})`) : "";
