@@ -40,7 +40,8 @@ const nodePrerequisites: readonly Prerequisite[] = [
 function prerequisites(needs: RealNodeNeeds): readonly Prerequisite[] {
   if (needs === "images") return imagePrerequisites;
   if (needs === "node") return nodePrerequisites;
-  return [...imagePrerequisites, ...nodePrerequisites];
+  // runc is in both lists: named once.
+  return [...imagePrerequisites, ...nodePrerequisites.filter((prerequisite) => !imagePrerequisites.some((image) => image.what === prerequisite.what))];
 }
 
 /** Why this machine cannot run such a file, or undefined when it can. */

@@ -24,6 +24,9 @@ test("a missing command is named with the Debian package that brings it", () => 
     const missing = missingForRealNode("images", 0) ?? "";
     assert.match(missing, /buildah, mmdebstrap, runc \(apt-get install buildah mmdebstrap runc\)/);
     assert.doesNotMatch(missing, /root/);
+    const both = missingForRealNode("images and node", 0) ?? "";
+    assert.equal(both.match(/runc/g)?.length, 2, both); // once among the commands, once among the packages
+    assert.match(both, /apt-get install buildah mmdebstrap runc containerd iptables iproute2\)/);
   } finally {
     process.env["PATH"] = path;
   }
