@@ -10,7 +10,7 @@ import { kubeconfigYaml } from "./kubeconfig.ts";
 import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, waitForServiceAccount } from "./readiness.ts";
 import { createClusterPki, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
-import { isOurs, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
+import { isOurs, isRunning, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
 import { startClusterPostgres, stopPostgresProcess } from "./postgres.ts";
 import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
 
@@ -169,7 +169,7 @@ export async function stopClusterAt(dir: string): Promise<void> {
 function refuseRealNode(options: ClusterOptions): void {
   if (!options.realNode) return;
   if (process.getuid?.() !== 0) throw new Error("a real node needs root: it makes a bridge, cgroups, mounts and iptables rules");
-  const other = runningClusters().find((state) => state.realNode && state.components.some((c) => isOurs(c.pid, state.dir)));
+  const other = runningClusters().find((state) => state.realNode && state.components.some((c) => isRunning(c, state.dir)));
   if (other) throw new Error(`cluster ${other.name} already runs a real node on this machine (one at a time: kube-proxy's iptables chains are machine-wide); stop it first`);
 }
 
@@ -219,7 +219,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   const name = options.name ?? `t${randomBytes(4).toString("hex")}`;
   const dir = clusterDir(name);
   const existing = readState(dir);
-  if (existing && existing.components.some((c) => isOurs(c.pid, dir))) throw new Error(`cluster ${name} is already running (${dir})`);
+  if (existing && existing.components.some((c) => isRunning(c, dir))) throw new Error(`cluster ${name} is already running (${dir})`);
   refuseRealNode(options);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "logs"), { recursive: true });

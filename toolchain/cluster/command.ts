@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { toolPath } from "../tools.ts";
 import { buildToolchain } from "../build.ts";
 import { clusterDir, readState, runningClusters, startCluster, stopClusterAt } from "./cluster.ts";
-import { isOurs } from "./process.ts";
+import { isRunning as componentRuns } from "./process.ts";
 
 export const defaultClusterName = "local";
 
@@ -23,7 +23,7 @@ function envLines(name: string): string {
 
 export function isRunning(name: string): boolean {
   const state = readState(clusterDir(name));
-  return state !== undefined && state.components.length > 0 && state.components.every((c) => isOurs(c.pid, state.dir));
+  return state !== undefined && state.components.length > 0 && state.components.every((c) => componentRuns(c, state.dir));
 }
 
 export async function clusterUp(name: string, realNode = false): Promise<void> {
