@@ -3,6 +3,7 @@ import "./preload.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
+import { installHostPackages } from "../../toolchain/host-packages.ts";
 import { clusterCommand } from "../../toolchain/cluster/command.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { spawnSync } from "node:child_process";
@@ -32,7 +33,8 @@ const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstac
   history app/NAME [-o json|yaml]        what the operator did to one object, when and why (its stack's history)
   approve app/NAME [--yes]               shows the plan waiting for approval, asks, and approves exactly it
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
-  toolchain              build the pinned toolchain from Go modules (cached)
+  toolchain              build the pinned toolchain from Go modules (cached); under CI=true as root,
+                         first apt-get install the Debian packages the image and real-node tests need
   image                  build the operator image (Dockerfile) and the http and memcached workload images
                          with buildah on locally made base images; prints each image's OCI archive
   crds                   write crds/yaml/ from the TypeScript CRD definitions
@@ -63,6 +65,7 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   },
   toolchain: (args) => {
     noArguments("toolchain", args);
+    installHostPackages((line) => console.error(line));
     buildToolchain();
   },
   image: async (args) => {
