@@ -1,21 +1,20 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
 // enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
 // status-only change leaves a key in backoff to its retry (child-events.ts).
-import { ListWatch, type Informer, type KubernetesObject, type ObjectCache, type V1Pod } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { childKindNames, childPath, resourcePath, type ChildKind } from "../../crds/child-kinds.ts";
 import { workloadKinds } from "../../components/kinds.ts";
 import { managedBy, managedByLabel } from "../../components/metadata.ts";
 import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
-import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { childApis } from "../kube/child-apis.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
+import { RestartingInformer, type Cached, type FailurePhase } from "../kube/restarting-informer.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
-type Cached<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 type Namespaces = readonly string[] | "all";
 
 /** One informer: whether its cache holds a whole list yet, and why not. */
@@ -24,9 +23,7 @@ interface WatchState {
   readonly what: string;
   /** Its namespace, when the operator watches a list of them. */
   readonly namespace: string | undefined;
-  readonly informer: Cached<KubernetesObject>;
-  readonly connection: BoundedWatch;
-  listed: boolean;
+  readonly source: Pick<RestartingInformer<KubernetesObject>, "start" | "stop">;
   /** Listed, or its namespace found unreadable: the start need not wait for it. */
   settled: boolean;
   /** Resolves once settled. */
@@ -35,7 +32,6 @@ interface WatchState {
   /** Forbidden answers since it last listed or watched: its retry's backoff. */
   deniedAnswers: number;
   lastError?: string;
-  restart?: NodeJS.Timeout;
 }
 
 /** Some caches did not sync in time: says which, and the last error of each. */
@@ -48,8 +44,6 @@ export class CacheSyncTimeout extends Error {
 }
 
 const restartDelayMs = 3_000;
-/** How long past the watch's timeout its end may take to arrive before the connection is taken for dead. */
-const maxWatchGraceMs = 15_000;
 const managedSelector = `${managedByLabel}=${managedBy}`;
 
 /** `work`, or the signal's reason once it aborts. */
@@ -69,7 +63,6 @@ export class Watcher {
   private readonly pods: Cached<V1Pod>[] = [];
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
-  private stopped = false;
 
   private readonly clients: KubeClients;
   private readonly namespaces: Namespaces;
@@ -159,41 +152,43 @@ export class Watcher {
   private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, namespace: string | undefined, labelSelector?: string): Cached<T> {
     let markSynced!: () => void;
     const synced = new Promise<void>((resolve) => (markSynced = resolve));
-    const tracked = async () => {
-      const result = await list();
-      // The informer fills its cache from the result once this returns: count it as listed after
-      // that, not before.
-      setImmediate(() => {
-        watch.listed = true;
+    const source = new RestartingInformer<T>({
+      config: this.clients.config,
+      path: resourcePath,
+      list,
+      ...(labelSelector === undefined ? {} : { labelSelector }),
+      watchTimeoutMs: this.watchTimeoutMs,
+      onListed: () => {
         this.readable(watch);
         watch.settle();
-      });
-      return result;
-    };
-    const bounds = { timeoutMs: this.watchTimeoutMs, graceMs: Math.min(maxWatchGraceMs, this.watchTimeoutMs) };
-    // A restarted informer that has listed before only watches: its watch opening is what says its namespace is readable again.
-    const connection = new BoundedWatch(this.clients.config, bounds, () => this.readable(watch));
-    const informer: Cached<T> = new ListWatch<T>(resourcePath, connection, tracked as never, false, labelSelector);
+      },
+      // A restarted informer that has listed before only watches: its watch opening is what says its namespace is readable again.
+      onWatchOpened: () => this.readable(watch),
+      onFailure: (error, phase) => this.failed(watch, error, phase),
+    });
     const settle = () => {
       watch.settled = true;
       markSynced();
     };
-    const watch: WatchState = { what, namespace, informer, connection, listed: false, settled: false, synced, settle, deniedAnswers: 0 };
+    const watch: WatchState = { what, namespace, source, settled: false, synced, settle, deniedAnswers: 0 };
     this.watches.push(watch);
-    // The informer stops on any error other than 410 Gone (which it relists by itself): restart it.
-    informer.on("error", (error: unknown) => {
-      watch.lastError = briefError(error);
-      if (this.stopped || this.denied(watch, error)) return;
-      this.log.warn("watch failed; restarting", { watch: what, error: watch.lastError, retryInMs: restartDelayMs });
-      this.restartLater(watch, restartDelayMs);
-    });
-    return informer;
+    return source.cache;
+  }
+
+  /** How long `watch` waits before it starts again after `error`, said in the log. */
+  private failed(watch: WatchState, error: unknown, phase: FailurePhase): number {
+    watch.lastError = briefError(error);
+    if (phase === "watch" && this.denied(watch, error)) return unreadableRetryMs(watch.deniedAnswers);
+    const message = phase === "watch" ? "watch failed; restarting" : "watch could not start; retrying";
+    this.log.warn(message, { watch: watch.what, error: watch.lastError, retryInMs: restartDelayMs });
+    return restartDelayMs;
   }
 
   /**
    * Whether `error` is a 403 in a watched namespace: then the namespace is unreadable (deleted, or
    * its RoleBinding gone). It is said once, the start does not wait for it (its cache stays as it
-   * is: empty at a start), and the informer is retried with backoff until the namespace is readable.
+   * is: empty at a start), and the informer is retried with backoff until the namespace is readable
+   * (`failed`).
    */
   private denied(watch: WatchState, error: unknown): boolean {
     if (!this.availability || watch.namespace === undefined || !isForbidden(error)) return false;
@@ -202,7 +197,6 @@ export class Watcher {
       this.log.warn("watched namespace does not exist or is not readable (its RoleBinding gone); its objects are not reconciled until it is, while the other namespaces' are", { namespace: watch.namespace, error: watch.lastError });
     }
     watch.settle();
-    this.restartLater(watch, unreadableRetryMs(watch.deniedAnswers));
     return true;
   }
 
@@ -222,23 +216,6 @@ export class Watcher {
     return this.availability?.unreadable(namespace) ?? false;
   }
 
-  /** Starts `watch`'s informer; a start that fails outright (no list, no watch) is retried too. */
-  private run(watch: WatchState): void {
-    watch.informer.start().catch((error: unknown) => {
-      watch.lastError = briefError(error);
-      if (this.stopped) return;
-      this.log.warn("watch could not start; retrying", { watch: watch.what, error: watch.lastError, retryInMs: restartDelayMs });
-      this.restartLater(watch, restartDelayMs);
-    });
-  }
-
-  private restartLater(watch: WatchState, delayMs: number): void {
-    clearTimeout(watch.restart);
-    watch.restart = setTimeout(() => {
-      if (!this.stopped) this.run(watch);
-    }, delayMs);
-  }
-
   /**
    * Starts every informer; resolves once each has listed (the caches are synced). An informer
    * whose list fails is restarted by its error handler, so this waits for it rather than letting
@@ -249,7 +226,7 @@ export class Watcher {
    */
   async start(deadlineMs: number, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
-    for (const watch of this.watches) this.run(watch);
+    for (const watch of this.watches) watch.source.start();
     const synced = Promise.all(this.watches.map((watch) => watch.synced));
     if ((await withinDeadline(abortable(synced, signal), deadlineMs)) === timedOut) {
       throw new CacheSyncTimeout(this.watches.filter((watch) => !watch.settled), deadlineMs);
@@ -257,11 +234,7 @@ export class Watcher {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    for (const watch of this.watches) clearTimeout(watch.restart);
-    await Promise.all(this.watches.map((watch) => watch.informer.stop()));
-    // Including the watches still connecting, which the informers cannot abort.
-    for (const watch of this.watches) watch.connection.close();
+    await Promise.all(this.watches.map((watch) => watch.source.stop()));
   }
 
   /** Every watched namespace (none when watching all) and whether it is unreadable now. */

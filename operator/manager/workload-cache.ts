@@ -3,23 +3,19 @@
 // a list every second cost the leader 13 CPU s a minute when nothing changed, and the API server
 // its share too. The informers also say when an object arrives, so the sharder can place it at
 // once instead of at its next period. An informer that fails starts again after a pause and
-// lists anew, as the reconciler's do (controller/watch.ts).
-import { ListWatch, type Informer, type ObjectCache } from "@kubernetes/client-node";
+// lists anew, as the reconciler's do (kube/restarting-informer.ts).
 import { workloadKinds } from "../../components/kinds.ts";
 import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import type { Logger } from "../base/log.ts";
 import { resourcePath } from "../../crds/child-kinds.ts";
-import { BoundedWatch } from "../kube/bounded-watch.ts";
 import { briefError, type KubeClients } from "../kube/clients.ts";
+import { RestartingInformer } from "../kube/restarting-informer.ts";
 
 const restartDelayMs = 3_000;
 
 interface KindWatch {
   readonly kind: WorkloadKind;
-  readonly informer: Informer<Workload> & ObjectCache<Workload>;
-  readonly connection: BoundedWatch;
-  listed: boolean;
-  restart?: NodeJS.Timeout;
+  readonly source: RestartingInformer<Workload>;
 }
 
 export interface WorkloadCacheSettings {
@@ -33,7 +29,6 @@ export interface WorkloadCacheSettings {
 export class WorkloadCache {
   private readonly settings: WorkloadCacheSettings;
   private readonly watches: KindWatch[] = [];
-  private stopped = false;
   private onChange: (object: Workload) => void = () => undefined;
 
   constructor(settings: WorkloadCacheSettings) {
@@ -43,7 +38,7 @@ export class WorkloadCache {
   }
 
   private kindWatch(kind: WorkloadKind, namespace: string | undefined): KindWatch {
-    const { clients, watchTimeoutMs } = this.settings;
+    const { clients, watchTimeoutMs, log } = this.settings;
     const plural = plurals[kind];
     const list = async () => {
       const result = (namespace
@@ -51,43 +46,29 @@ export class WorkloadCache {
         : await clients.custom.listClusterCustomObject({ group, version, plural })) as { items: Workload[] };
       // List items carry no kind; the sharder's keys want it.
       for (const item of result.items) Object.assign(item, { kind });
-      // The informer fills its cache from the result once this returns.
-      setImmediate(() => (watch.listed = true));
       return result;
     };
-    const connection = new BoundedWatch(clients.config, { timeoutMs: watchTimeoutMs, graceMs: Math.min(15_000, watchTimeoutMs) });
-    const informer = new ListWatch<Workload>(resourcePath(apiVersion, plural, namespace), connection, list, false);
-    const watch: KindWatch = { kind, informer, connection, listed: false };
+    const source = new RestartingInformer<Workload>({
+      config: clients.config,
+      path: resourcePath(apiVersion, plural, namespace),
+      list,
+      watchTimeoutMs,
+      onFailure: (error, phase) => {
+        const message = phase === "watch" ? "the sharder's watch failed; restarting" : "the sharder's watch could not start; retrying";
+        log.warn(message, { kind, namespace, error: briefError(error), retryInMs: restartDelayMs });
+        return restartDelayMs;
+      },
+    });
     const changed = (object: Workload) => this.onChange({ ...object, kind } as Workload);
-    informer.on("add", changed);
-    informer.on("update", changed);
-    informer.on("error", (error: unknown) => {
-      if (this.stopped) return;
-      this.settings.log.warn("the sharder's watch failed; restarting", { kind, namespace, error: briefError(error), retryInMs: restartDelayMs });
-      this.restartLater(watch);
-    });
-    return watch;
-  }
-
-  private run(watch: KindWatch): void {
-    watch.informer.start().catch((error: unknown) => {
-      if (this.stopped) return;
-      this.settings.log.warn("the sharder's watch could not start; retrying", { kind: watch.kind, error: briefError(error), retryInMs: restartDelayMs });
-      this.restartLater(watch);
-    });
-  }
-
-  private restartLater(watch: KindWatch): void {
-    clearTimeout(watch.restart);
-    watch.restart = setTimeout(() => {
-      if (!this.stopped) this.run(watch);
-    }, restartDelayMs);
+    source.cache.on("add", changed);
+    source.cache.on("update", changed);
+    return { kind, source };
   }
 
   /** Starts the informers; `onChange` is told of every object added or changed, once the cache holds it. */
   start(onChange: (object: Workload) => void): void {
     this.onChange = onChange;
-    for (const watch of this.watches) this.run(watch);
+    for (const watch of this.watches) watch.source.start();
   }
 
   /**
@@ -96,14 +77,11 @@ export class WorkloadCache {
    * on one namespace's cache while another's is complete).
    */
   objects(kind: WorkloadKind): Workload[] | undefined {
-    if (!this.watches.every((watch) => watch.listed)) return undefined;
-    return this.watches.filter((watch) => watch.kind === kind).flatMap((watch) => watch.informer.list().map((object) => ({ ...object, kind }) as Workload));
+    if (!this.watches.every((watch) => watch.source.listed)) return undefined;
+    return this.watches.filter((watch) => watch.kind === kind).flatMap((watch) => watch.source.cache.list().map((object) => ({ ...object, kind }) as Workload));
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    for (const watch of this.watches) clearTimeout(watch.restart);
-    await Promise.all(this.watches.map((watch) => watch.informer.stop()));
-    for (const watch of this.watches) watch.connection.close();
+    await Promise.all(this.watches.map((watch) => watch.source.stop()));
   }
 }

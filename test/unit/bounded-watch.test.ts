@@ -1,35 +1,9 @@
 // A watch whose connection goes silent (half-open) ends by its own deadline, and its connection is
 // closed: client-node's Watch alone would wait for ever.
 import assert from "node:assert/strict";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { KubeConfig } from "@kubernetes/client-node";
 import { BoundedWatch, WatchExpired } from "../../operator/kube/bounded-watch.ts";
-
-/** An API server that answers each watch as `answer` says, then says nothing more; what it was asked. */
-async function silentServer(answer: (res: ServerResponse) => void) {
-  const requests: URL[] = [];
-  const closed: Promise<void>[] = [];
-  const server = createServer((req: IncomingMessage, res) => {
-    requests.push(new URL(req.url ?? "/", "http://localhost"));
-    closed.push(new Promise((resolve) => req.socket.once("close", () => resolve())));
-    answer(res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: "silent", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: "nobody" }],
-    contexts: [{ name: "silent", cluster: "silent", user: "nobody" }],
-    currentContext: "silent",
-  });
-  const close = () => {
-    server.closeAllConnections();
-    server.close();
-  };
-  return { config, requests, closed, close };
-}
+import { silentServer } from "../helpers/silent-api-server.ts";
 
 /** Starts a watch; resolves with what its `done` got, or "still watching" after 5 s. */
 async function watchUntilDone(watch: BoundedWatch, events: string[]): Promise<unknown> {
