@@ -4,14 +4,15 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 
-/** An API server that answers each watch as `answer` says, then says nothing more; what it was asked. */
-export async function silentServer(answer: (res: ServerResponse) => void) {
+/** An API server that answers each request as `answer` says, then says nothing more; what it was asked. */
+export async function silentServer(answer: (res: ServerResponse, url: URL) => void) {
   const requests: URL[] = [];
   const closed: Promise<void>[] = [];
   const server = createServer((req: IncomingMessage, res) => {
-    requests.push(new URL(req.url ?? "/", "http://localhost"));
+    const url = new URL(req.url ?? "/", "http://localhost");
+    requests.push(url);
     closed.push(new Promise((resolve) => req.socket.once("close", () => resolve())));
-    answer(res);
+    answer(res, url);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const config = new KubeConfig();
