@@ -2,11 +2,31 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { RestartingInformer, type FailurePhase } from "../../operator/kube/restarting-informer.ts";
+import { RestartingInformer, type FailurePhase, type RestartingInformerSettings } from "../../operator/kube/restarting-informer.ts";
 import { silentServer } from "../helpers/silent-api-server.ts";
 
 const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "team", resourceVersion: "5" } };
 const aList = { metadata: { resourceVersion: "5" }, items: [configMap] };
+
+/** An informer on the team's ConfigMaps at `server`, its list counted in `counter.lists`. */
+function configMapInformer(
+  server: Awaited<ReturnType<typeof silentServer>>,
+  counter: { lists: number },
+  listFails: (list: number) => boolean,
+  handlers: Pick<RestartingInformerSettings, "onListed" | "onWatchOpened" | "onFailure">,
+): RestartingInformer<KubernetesObject> {
+  return new RestartingInformer<KubernetesObject>({
+    config: server.config,
+    path: "/api/v1/namespaces/team/configmaps",
+    list: async () => {
+      counter.lists += 1;
+      if (listFails(counter.lists)) throw new Error("the list was refused");
+      return aList;
+    },
+    watchTimeoutMs: 60_000,
+    ...handlers,
+  });
+}
 
 /** A promise, and the function that resolves it. */
 function signal(): { readonly seen: Promise<void>; readonly tell: () => void } {
@@ -21,16 +41,8 @@ test("a list that fails is retried after the owner's pause; the cache then holds
   const failures: FailurePhase[] = [];
   const listed = signal();
   const opened = signal();
-  let lists = 0;
-  const source = new RestartingInformer<KubernetesObject>({
-    config: server.config,
-    path: "/api/v1/namespaces/team/configmaps",
-    list: async () => {
-      lists += 1;
-      if (lists === 1) throw new Error("the list was refused");
-      return aList;
-    },
-    watchTimeoutMs: 60_000,
+  const counter = { lists: 0 };
+  const source = configMapInformer(server, counter, (list) => list === 1, {
     onListed: listed.tell,
     onWatchOpened: opened.tell,
     onFailure: (_error, phase) => {
@@ -41,7 +53,7 @@ test("a list that fails is retried after the owner's pause; the cache then holds
   try {
     source.start();
     await listed.seen;
-    assert.equal(lists, 2, "listed again after the failure");
+    assert.equal(counter.lists, 2, "listed again after the failure");
     assert.deepEqual(failures, ["watch"], "a failed list is the running informer's error");
     assert.equal(source.listed, true);
     assert.deepEqual(source.cache.list("team").map((object) => object.metadata?.name), ["settings"]);
@@ -57,15 +69,8 @@ test("stop() cancels a restart that is waiting: nothing lists after it", { timeo
   mock.timers.enable({ apis: ["setTimeout"] });
   const server = await silentServer(() => undefined);
   let failed = signal();
-  let lists = 0;
-  const source = new RestartingInformer<KubernetesObject>({
-    config: server.config,
-    path: "/api/v1/namespaces/team/configmaps",
-    list: async () => {
-      lists += 1;
-      throw new Error("the list was refused");
-    },
-    watchTimeoutMs: 60_000,
+  const counter = { lists: 0 };
+  const source = configMapInformer(server, counter, () => true, {
     onFailure: () => {
       failed.tell();
       return 1_000;
@@ -77,13 +82,13 @@ test("stop() cancels a restart that is waiting: nothing lists after it", { timeo
     failed = signal();
     // The restart waits for the owner's pause, and comes when it has passed (a start lists at once).
     mock.timers.tick(999);
-    assert.equal(lists, 1);
+    assert.equal(counter.lists, 1);
     mock.timers.tick(1);
-    assert.equal(lists, 2, "restarted once the pause passed");
+    assert.equal(counter.lists, 2, "restarted once the pause passed");
     await failed.seen;
     await source.stop();
     mock.timers.tick(10_000);
-    assert.equal(lists, 2, "no restart after stop()");
+    assert.equal(counter.lists, 2, "no restart after stop()");
   } finally {
     mock.timers.reset();
     await source.stop();
