@@ -1,7 +1,9 @@
 // The sharder, run by the leader: every period it lists the shard Leases, reads every object from its
 // cache (workload-cache.ts), builds the ring of the live replicas, and writes each object's owner or
 // drain label as assignment.ts decides. Each write names the resourceVersion read, so a write
-// crossing an owner's confirmation fails and waits for the next pass. Objects get their owner only
+// crossing an owner's confirmation fails and waits for the next pass. A write refused otherwise (a
+// webhook down, a policy, an invalid object) leaves that object alone, not the pass: it is logged,
+// counted, and tried again after a backoff, sooner if it changes. Objects get their owner only
 // here (no webhook labels them at creation): an object that arrives, or loses its owner, wakes the
 // sharder for a pass at once, so it waits for about one pass rather than one period.
 import { CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
@@ -50,6 +52,23 @@ export interface ObjectSource {
 /** The least time between two passes, however often objects arrive: a burst of new objects is placed in batches. */
 const minPassGapMs = 100;
 
+/** How long an object whose label write failed waits to be tried again: doubled at each failure in a row, up to the most. */
+const retryBaseMs = 1_000;
+const retryMaxMs = 30_000;
+
+/** An object's label write that failed: tried again at `retryAt` (by the sharder's clock), or as soon as the object changes. */
+interface Failure {
+  readonly attempts: number;
+  readonly resourceVersion: string | undefined;
+  readonly retryAt: number;
+}
+
+/** The HTTP status the API server answered a call with, if it answered. */
+function httpCode(error: unknown): number | undefined {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "number" ? code : undefined;
+}
+
 export type LeaseCalls = Pick<CoordinationV1Api, "listNamespacedLease" | "deleteNamespacedLease">;
 
 export class Sharder {
@@ -60,6 +79,8 @@ export class Sharder {
   private readonly observed = new Map<string, { record: string; at: number }>();
   /** Per object key: when this sharder set its drain label. */
   private readonly drainsStarted = new Map<string, number>();
+  /** Per object key: its last failed write, while it waits for its retry. Made anew each pass, so an object gone from the cache drops out. */
+  private failures = new Map<string, Failure>();
   private readonly source: ObjectSource;
   private stopped = false;
   private running: Promise<void> | undefined;
@@ -100,14 +121,23 @@ export class Sharder {
     this.wake?.();
   }
 
-  /** Until `periodMs` has passed or something wakes the sharder, but at least `minPassGapMs`. */
+  /** The time to the next pass: a period, or less when a failed object's retry is due sooner. */
+  private untilNextPass(): number {
+    const now = this.now();
+    let waitMs = this.settings.periodMs;
+    for (const { retryAt } of this.failures.values()) waitMs = Math.min(waitMs, retryAt - now);
+    return waitMs;
+  }
+
+  /** Until the next pass is due or something wakes the sharder, but at least `minPassGapMs`. */
   private async pause(): Promise<void> {
+    const waitMs = this.untilNextPass();
     await sleep(minPassGapMs);
     if (!this.stopped && !this.wakeAsked) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
-        timer = setTimeout(resolve, this.settings.periodMs - minPassGapMs);
+        timer = setTimeout(resolve, Math.max(0, waitMs - minPassGapMs));
       });
       clearTimeout(timer);
       this.wake = undefined;
@@ -176,7 +206,9 @@ export class Sharder {
     const objects = workloadKinds.map((kind) => [kind, this.source.objects(kind)] as const);
     // Until the cache holds every object, shares cannot be counted and nothing is placed.
     if (objects.some(([, known]) => known === undefined)) return;
-    for (const [kind, known] of objects) for (const object of known!) await this.place(kind, object, ring, alive, sizes);
+    const failedBefore = this.failures;
+    this.failures = new Map();
+    for (const [kind, known] of objects) for (const object of known!) await this.place(kind, object, ring, alive, sizes, failedBefore);
     await this.forget(dead);
     this.settings.metrics?.members.set(alive.size);
     this.settings.metrics?.assigned.reset();
@@ -188,22 +220,47 @@ export class Sharder {
     if (!this.settings.leading()) throw new Error("no longer the leader; the sharder writes nothing");
   }
 
-  /** Assigns or drains one object as the ring wants it; counts it in its owner's share. */
-  private async place(kind: WorkloadKind, object: Workload, ring: HashRing, alive: ReadonlySet<string>, sizes: Map<string, number>): Promise<void> {
+  /**
+   * Assigns or drains one object as the ring wants it; counts it in its owner's share. A failed
+   * write fails this object only (`failedBefore`: the failures of the pass before, whose retries may
+   * not be due yet); only a sharder that no longer leads stops the pass.
+   */
+  private async place(kind: WorkloadKind, object: Workload, ring: HashRing, alive: ReadonlySet<string>, sizes: Map<string, number>, failedBefore: ReadonlyMap<string, Failure>): Promise<void> {
     const { namespace = "", name } = object.metadata;
     const decision = assign({ owner: shardOwner(object), draining: draining(object) }, ringKey(kind, namespace, name), ring, alive);
     const owner = decision.action === "assign" ? decision.to : shardOwner(object);
     if (owner) sizes.set(owner, (sizes.get(owner) ?? 0) + 1);
     if (decision.action === "none") return;
     const target = { kind, namespace, name };
+    const key = keyString(target);
+    const failure = failedBefore.get(key);
+    // Waiting for its retry, unless it changed since it failed (the change may be its fix).
+    if (failure && failure.resourceVersion === object.metadata.resourceVersion && this.now() < failure.retryAt) {
+      this.failures.set(key, failure);
+      return;
+    }
     this.assertLeading();
     try {
       if (decision.action === "drain") await this.drain(object, target);
       else await this.assignTo(object, target, decision.to, decision.reason);
     } catch (error) {
-      // Changed since the list (its owner confirmed a drain, a person edited it): the next pass sees it anew.
-      if (!isConflict(error)) throw error;
+      this.failed(key, object, decision.action, error, failure);
     }
+  }
+
+  /**
+   * A write refused: an object deleted since the list (404) is done with, and one changed since
+   * (409: its owner confirmed a drain, a person edited it) is seen anew by the next pass. Any other
+   * refusal (a webhook down, a policy, 422) is logged and counted, and retried after a backoff.
+   */
+  private failed(key: string, object: Workload, action: "assign" | "drain", error: unknown, before: Failure | undefined): void {
+    const code = httpCode(error);
+    if (code === 404 || code === 409) return;
+    const attempts = (before?.attempts ?? 0) + 1;
+    const retryInMs = Math.min(retryBaseMs * 2 ** (attempts - 1), retryMaxMs);
+    this.failures.set(key, { attempts, resourceVersion: object.metadata.resourceVersion, retryAt: this.now() + retryInMs });
+    this.settings.metrics?.placementFailures.inc({ code: code === undefined ? "none" : String(code) });
+    this.settings.log.warn("could not label an object for its shard; retrying", { object: key, action, attempt: attempts, retryInMs, error: briefError(error) });
   }
 
   private async drain(object: Workload, target: ObjectKey): Promise<void> {

@@ -1,16 +1,20 @@
 // The sharder against in-memory objects and Leases with the API server's resourceVersion checks:
 // new objects are assigned to live members, a live owner is drained before its object moves, a
 // dead owner's objects move only once its lease has gone unrenewed for a lease duration by the
-// sharder's own clock (then its Lease is deleted), and a sharder that no longer leads writes nothing.
+// sharder's own clock (then its Lease is deleted), a sharder that no longer leads writes nothing, and
+// an object whose label write is refused fails alone: logged, counted, and retried after a backoff.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { performance } from "node:perf_hooks";
 import { V1MicroTime, type V1Lease } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
 import type { Workload } from "../../crds/types.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { shardDrainLabel, shardOwnerLabel, shardRingLabel } from "../../operator/controller/shard-labels.ts";
 import type { KubeClients } from "../../operator/kube/clients.ts";
 import { eventually } from "../helpers/cluster.ts";
-import { Sharder, type LeaseCalls, type ObjectSource } from "../../operator/manager/sharder.ts";
+import { ShardMetrics } from "../../operator/manager/shard-metrics.ts";
+import { Sharder, type LeaseCalls, type ObjectSource, type SharderSettings } from "../../operator/manager/sharder.ts";
 
 const log = createLogger({ level: "error", format: "json", write: () => undefined });
 
@@ -23,7 +27,10 @@ type Patch = { op: string; path: string; value?: unknown }[];
 class FakeCluster {
   readonly apps = new Map<string, Workload>();
   readonly leases = new Map<string, V1Lease>();
+  /** Per object, the HTTP code its label writes are refused with (a webhook down, a policy, an object deleted since the cache read). */
+  readonly refusing = new Map<string, number>();
   patches = 0;
+  refusals = 0;
   private version = 0;
 
   addApp(name: string, labels: Record<string, string> = {}): void {
@@ -70,6 +77,11 @@ class FakeCluster {
       patchNamespacedCustomObject: ({ name, body }: { name: string; body: Patch }) => {
         const app = this.apps.get(name);
         if (!app) return Promise.reject(apiError(404));
+        const refused = this.refusing.get(name);
+        if (refused !== undefined) {
+          this.refusals++;
+          return Promise.reject(apiError(refused));
+        }
         const labels = { ...app.metadata.labels };
         for (const op of body) {
           if (op.path === "/metadata/resourceVersion") {
@@ -100,8 +112,19 @@ class FakeCluster {
   };
 }
 
-function sharder(cluster: FakeCluster, clock: { now: number }, leading = () => true, periodMs = 1_000): Sharder {
-  return new Sharder({ clients: cluster.clients, namespaces: "all", leaseNamespace: "default", ring: "appstack-operator", periodMs, leading, log, leases: cluster.leaseCalls, now: () => clock.now, objects: cluster.objectSource });
+function sharder(cluster: FakeCluster, clock: { now: number }, leading = () => true, periodMs = 1_000, extra: Partial<SharderSettings> = {}): Sharder {
+  return new Sharder({ clients: cluster.clients, namespaces: "all", leaseNamespace: "default", ring: "appstack-operator", periodMs, leading, log, leases: cluster.leaseCalls, now: () => clock.now, objects: cluster.objectSource, ...extra });
+}
+
+/** A sharder whose warnings and metrics the test reads. */
+function observed(cluster: FakeCluster, clock: { now: number }, periodMs = 1_000): { running: Sharder; warnings: Record<string, unknown>[]; failures: () => Promise<string> } {
+  const warnings: Record<string, unknown>[] = [];
+  const registry = new Registry();
+  const metrics = new ShardMetrics(registry, () => 0);
+  const logged = createLogger({ level: "warn", format: "json", write: (line) => warnings.push(JSON.parse(line) as Record<string, unknown>) });
+  const running = sharder(cluster, clock, () => true, periodMs, { log: logged, metrics });
+  const failures = async () => (await registry.getSingleMetricAsString("appstack_shard_placement_failures_total")).split("\n").filter((line) => !line.startsWith("#")).join("\n");
+  return { running, warnings, failures };
 }
 
 const names = Array.from({ length: 30 }, (_, i) => `app-${i}`);
@@ -181,6 +204,83 @@ test("an object that arrives is placed at once, not at the sharder's next period
     cluster.addApp("late");
     await eventually("the new object's owner", () => Promise.resolve(cluster.owner("late")));
     assert.equal(cluster.owner("late"), "a");
+  } finally {
+    await running.stop();
+  }
+});
+
+test("an object whose label write fails does not stop the pass: the objects after it are placed, the failure is logged and counted, and the object is placed on a later pass", async () => {
+  const cluster = new FakeCluster();
+  const clock = { now: 0 };
+  cluster.renew("a");
+  for (const name of names) cluster.addApp(name);
+  // A webhook that is down for app-10, a policy that denies app-20: both in the middle of the list.
+  cluster.refusing.set("app-10", 500);
+  cluster.refusing.set("app-20", 403);
+  const { running, warnings, failures } = observed(cluster, clock);
+  await running.pass();
+  assert.deepEqual(names.filter((name) => !cluster.owner(name)), ["app-10", "app-20"]);
+  assert.deepEqual(warnings.map((line) => [line.object, line.error]), [["App/default/app-10", "HTTP 500"], ["App/default/app-20", "HTTP 403"]]);
+  assert.match(await failures(), /appstack_shard_placement_failures_total\{code="500"\} 1\nappstack_shard_placement_failures_total\{code="403"\} 1/);
+
+  // The writes succeed again: the objects are placed once their backoff has passed, not before.
+  cluster.refusing.clear();
+  await running.pass();
+  assert.deepEqual(names.filter((name) => !cluster.owner(name)), ["app-10", "app-20"]);
+  clock.now += 30_000;
+  cluster.renew("a");
+  await running.pass();
+  assert.ok(names.every((name) => cluster.owner(name) === "a"), "a failed object was not retried");
+});
+
+test("an object deleted since the cache read (404) is skipped, not a failure; the pass goes on", async () => {
+  const cluster = new FakeCluster();
+  cluster.renew("a");
+  for (const name of names) cluster.addApp(name);
+  cluster.refusing.set("app-5", 404);
+  const { running, warnings, failures } = observed(cluster, { now: 0 });
+  await running.pass();
+  assert.deepEqual(names.filter((name) => !cluster.owner(name)), ["app-5"]);
+  assert.deepEqual(warnings, []);
+  assert.doesNotMatch(await failures(), /code=/);
+});
+
+test("an object refused as invalid (422) is not skipped for ever: logged, counted, and retried", async () => {
+  const cluster = new FakeCluster();
+  const clock = { now: 0 };
+  cluster.renew("a");
+  for (const name of names) cluster.addApp(name);
+  cluster.refusing.set("app-3", 422);
+  const { running, warnings, failures } = observed(cluster, clock);
+  await running.pass();
+  assert.deepEqual(names.filter((name) => !cluster.owner(name)), ["app-3"]);
+  assert.deepEqual(warnings.map((line) => [line.object, line.error]), [["App/default/app-3", "HTTP 422"]]);
+  assert.match(await failures(), /\{code="422"\} 1/);
+  clock.now += 30_000;
+  cluster.renew("a");
+  await running.pass();
+  assert.match(await failures(), /\{code="422"\} 2/, "a 422 was not retried");
+  // Someone fixes the object: changed, it is tried again at once, without waiting for its backoff.
+  cluster.refusing.clear();
+  cluster.addApp("app-3");
+  await running.pass();
+  assert.equal(cluster.owner("app-3"), "a");
+});
+
+test("a failed object is retried after a short backoff, not at the sharder's next period", async () => {
+  const cluster = new FakeCluster();
+  cluster.renew("a");
+  cluster.addApp("refused");
+  cluster.refusing.set("refused", 500);
+  // The sharder's monotonic clock is the real one here: the backoff passes in real time.
+  const clock = { get now() { return performance.now(); } };
+  // A period no test waits out: after the first pass, only the retry can bring another.
+  const running = sharder(cluster, clock, () => true, 3_600_000);
+  running.start();
+  try {
+    await eventually("the first attempt", () => Promise.resolve(cluster.refusals > 0 || undefined));
+    cluster.refusing.clear();
+    await eventually("the refused object's owner", () => Promise.resolve(cluster.owner("refused")), 10_000);
   } finally {
     await running.stop();
   }
