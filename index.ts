@@ -10,9 +10,10 @@ const install = new AppstackInstall("appstack", {
   image: config.get("image"),
   replicas: config.getNumber("replicas"),
   watchNamespaces: config.getObject<string[]>("watchNamespaces"),
-  // A postgres:// URL carries its password (`pulumi config set --secret`): kept a secret. Empty (the
-  // default) keeps the file backend, which must stay a plain undefined: an Output is always set.
-  backendUrl: config.get("backendUrl") ? config.requireSecret("backendUrl") : undefined,
+  // A postgres:// URL carries its password (`pulumi config set --secret`): the component makes it a
+  // secret again. Read plain because its scheme decides what the install may do (more than one
+  // replica only on PostgreSQL), which must be known at preview. Empty (the default) keeps the file backend.
+  backendUrl: config.get("backendUrl") || undefined,
   parallelism: config.getNumber("parallelism"),
   storageSize: config.get("storageSize"),
   resources: config.getObject("resources"),

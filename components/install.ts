@@ -12,12 +12,16 @@ export interface AppstackInstallArgs {
   readonly namespace?: string;
   /** Operator image (see Dockerfile). Default appstack:0.1.0. */
   readonly image?: string;
-  /** Operator replicas; one leads (Lease). Default 1; more need `backendUrl`: the default file backend lives on a ReadWriteOnce volume. */
+  /** Operator replicas; one leads (Lease). Default 1; more need a PostgreSQL `backendUrl` (`postgres://`), the one backend they can share. */
   readonly replicas?: number;
   /** Namespaces to watch; empty for all. */
   readonly watchNamespaces?: readonly string[];
-  /** A Pulumi backend URL; default a file backend on a PersistentVolumeClaim. It may carry a password: kept secret, in a Secret. */
-  readonly backendUrl?: pulumi.Input<string>;
+  /**
+   * A Pulumi backend URL; default a file backend on a PersistentVolumeClaim. It may carry a password:
+   * made a secret here, kept in a Secret. A plain string: its scheme decides the volume, the rollout
+   * and the replicas allowed, so it must be known at preview.
+   */
+  readonly backendUrl?: string;
   /** Objects reconciled at once. Default 3. */
   readonly parallelism?: number;
   /** Encrypts stack secrets; stored in a Secret. */
@@ -81,13 +85,27 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
   ];
 }
 
-/** The replicas asked for; more than one only with a backend they can share. */
+/** The replicas asked for; more than one only on PostgreSQL, the one backend they can share. */
 export function operatorReplicas(args: AppstackInstallArgs): number {
   const replicas = args.replicas ?? 1;
   if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`appstack:replicas must be a positive integer, not ${replicas}`);
-  // A second pod would wait for the state volume for ever, and one leader at a time uses it anyway.
-  if (replicas > 1 && !args.backendUrl) throw new Error(`appstack:replicas ${replicas} needs appstack:backendUrl: the default file backend lives on a ReadWriteOnce volume that one pod mounts at a time`);
+  if (replicas > 1) {
+    const why = sharedBackendRefusal(args.backendUrl);
+    if (why) throw new Error(`appstack:replicas ${replicas} needs a PostgreSQL appstack:backendUrl (postgres://...)${why}`);
+  }
   return replicas;
+}
+
+/** Why replicas cannot share the backend of `backendUrl`; undefined for PostgreSQL. Names its scheme only: the URL may carry a password. */
+function sharedBackendRefusal(backendUrl: string | undefined): string | undefined {
+  // A second pod would wait for the state volume for ever, and one leader at a time uses it anyway.
+  if (!backendUrl) return ": the default file backend lives on a ReadWriteOnce volume that one pod mounts at a time";
+  // As the operator tells them apart (operator/pulumi/state-store.ts).
+  if (backendUrl.startsWith("postgres://") || backendUrl.startsWith("postgresql://")) return undefined;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(backendUrl)?.[1];
+  if (scheme === "file") return ", not file://: the pods share no volume, so each would keep its stacks in its own emptyDir";
+  // Cloud buckets and the rest: the operator reads and breaks stack locks in file and PostgreSQL state only.
+  return `, not ${scheme ? `${scheme}://` : "this URL"}: the operator breaks a killed replica's stack lock only in PostgreSQL (or a single pod's file backend), so there it would stay for ever`;
 }
 
 /**

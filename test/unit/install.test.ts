@@ -2,7 +2,7 @@
 // RBAC grants for a namespace-scoped install, and the settings it refuses.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import { recordRegistrations, registeredResource } from "../helpers/pulumi-mocks.ts";
 
 const registered = await recordRegistrations();
@@ -32,7 +32,7 @@ test("on the state volume, the operator's Deployment is recreated on upgrade; wi
   assert.equal(spec.replicas, 1);
   assert.deepEqual(spec.template.spec.containers[0]?.resources, install.defaultResources);
 
-  const shared = new install.AppstackInstall("shared", { passphrase: "p", backendUrl: "s3://bucket", replicas: 2, resources: { requests: { cpu: "1", memory: "1Gi" } } });
+  const shared = new install.AppstackInstall("shared", { passphrase: "p", backendUrl: "postgres://db.example/appstack", replicas: 2, resources: { requests: { cpu: "1", memory: "1Gi" } } });
   const sharedSpec = (await inputsOf(shared, "kubernetes:apps/v1:Deployment", "shared-operator"))["spec"] as DeploymentSpec;
   assert.deepEqual(sharedSpec.strategy, { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
   assert.equal(sharedSpec.replicas, 2);
@@ -50,11 +50,27 @@ test("a postgres:// backend URL: the operator reads it from the Secret (never a 
   assert.ok(!JSON.stringify(spec).includes("s3cret"), "the URL's password is not in the Deployment");
   assert.deepEqual(spec.template.spec.volumes, [{ name: "state", emptyDir: {} }]);
   assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:PersistentVolumeClaim" && r.name === "pg-state"));
+  // Given as a plain string (index.ts reads its scheme), it is a secret in the stack's state.
+  const secret = await inputsOf(onPostgres, "kubernetes:core/v1:Secret", "pg-passphrase");
+  const stringData = secret["stringData"] as Record<string, unknown>;
+  assert.equal(stringData[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig);
+  assert.equal((stringData["value"] as Record<string, unknown>)["backendUrl"], url);
 });
 
 test("more than one replica on the state volume is refused, with what to set instead", () => {
-  assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs appstack:backendUrl: the default file backend lives on a ReadWriteOnce volume/);
+  assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\): the default file backend lives on a ReadWriteOnce volume/);
   assert.throws(() => new install.AppstackInstall("none", { passphrase: "p", replicas: 0 }), /appstack:replicas must be a positive integer, not 0/);
+});
+
+test("more than one replica is refused on any backend but PostgreSQL, naming postgres:// (and never the URL's password)", () => {
+  // s3:// (any bucket): no replica can break a killed replica's stack lock there, so it stays for ever.
+  assert.throws(() => new install.AppstackInstall("s3", { passphrase: "p", backendUrl: "s3://bucket", replicas: 2 }), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\), not s3:\/\/: .*lock/);
+  // file:// in the pod: every replica's own emptyDir.
+  assert.throws(() => new install.AppstackInstall("file", { passphrase: "p", backendUrl: "file:///var/lib/appstack/backend", replicas: 3 }), /appstack:replicas 3 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\), not file:\/\/: .*emptyDir/);
+  assert.throws(() => new install.AppstackInstall("https", { passphrase: "p", backendUrl: "https://user:s3cret@state.example", replicas: 2 }), (error: Error) => /not https:\/\//.test(error.message) && !error.message.includes("s3cret"));
+  // One replica keeps any backend; postgresql:// is PostgreSQL too.
+  assert.doesNotThrow(() => new install.AppstackInstall("s3-single", { passphrase: "p", backendUrl: "s3://bucket" }));
+  assert.doesNotThrow(() => new install.AppstackInstall("pgsql", { passphrase: "p", backendUrl: "postgresql://db.example/appstack", replicas: 2 }));
 });
 
 test("a namespace-scoped install may touch its own binding only (its finalizers), is told its name, and reads the pods of its own namespace", async () => {
@@ -85,7 +101,7 @@ test("a namespace-scoped install may touch its own binding only (its finalizers)
 });
 
 test("more than one replica shards the objects: APPSTACK_SHARDING, and the right to list the replicas' shard Leases and delete a dead one's", async () => {
-  const sharded = new install.AppstackInstall("sharded", { passphrase: "p", backendUrl: "s3://bucket", replicas: 3 });
+  const sharded = new install.AppstackInstall("sharded", { passphrase: "p", backendUrl: "postgres://db.example/appstack", replicas: 3 });
   const spec = (await inputsOf(sharded, "kubernetes:apps/v1:Deployment", "sharded-operator"))["spec"] as DeploymentSpec;
   assert.ok(spec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_SHARDING" && e.value === "true"));
   const leases = (await inputsOf(sharded, "kubernetes:rbac.authorization.k8s.io/v1:Role", "sharded-leases"))["rules"] as { resources: string[]; verbs: string[] }[];
@@ -93,4 +109,10 @@ test("more than one replica shards the objects: APPSTACK_SHARDING, and the right
   const single = new install.AppstackInstall("single", { passphrase: "p" });
   const singleSpec = (await inputsOf(single, "kubernetes:apps/v1:Deployment", "single-operator"))["spec"] as DeploymentSpec;
   assert.ok(!singleSpec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_SHARDING"));
+});
+
+// Last: it sets the stack's configuration, and the program runs once per process (a module).
+test("the install program (index.ts) refuses more than one replica on a backend URL that is not PostgreSQL", async () => {
+  pulumi.runtime.setAllConfig({ "appstack:replicas": "2", "appstack:backendUrl": "s3://bucket", "appstack:passphrase": "p" }, ["appstack:backendUrl", "appstack:passphrase"]);
+  await assert.rejects(import("../../index.ts"), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\), not s3:\/\//);
 });
