@@ -1,6 +1,6 @@
 // The finalizer that lets the operator destroy an object's stack before the object goes away.
 import type { Workload } from "../../crds/types.ts";
-import { isNotFound, keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
+import { isNotFound, keyOf, patchWorkload, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 
 export const finalizerName = "appstack.dev/stack";
 
@@ -8,12 +8,18 @@ export function hasFinalizer(object: Workload): boolean {
   return object.metadata.finalizers?.includes(finalizerName) ?? false;
 }
 
-/** The `test` guards against overwriting a finalizer list that changed since we read it. */
+/**
+ * Adds the finalizer without overwriting a finalizer list that changed since `object` was read
+ * (another controller's finalizer): a list read is guarded by a `test` of it (422 when it changed),
+ * and no list read, where the `add` would set the whole list, by the resourceVersion read (409 when
+ * the object changed), as the sharder's label writes are. Either is a conflict (`isConflict`) the
+ * reconcile fails with: the queue runs it again (at once when the finalizers changed), reading it anew.
+ */
 export async function addFinalizer(clients: KubeClients, object: Workload): Promise<Workload> {
   const current = object.metadata.finalizers;
-  const patch = current
-    ? [{ op: "test" as const, path: "/metadata/finalizers", value: current }, { op: "add" as const, path: "/metadata/finalizers/-", value: finalizerName }]
-    : [{ op: "add" as const, path: "/metadata/finalizers", value: [finalizerName] }];
+  const patch: JsonPatch = current
+    ? [{ op: "test", path: "/metadata/finalizers", value: current }, { op: "add", path: "/metadata/finalizers/-", value: finalizerName }]
+    : [{ op: "replace", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }, { op: "add", path: "/metadata/finalizers", value: [finalizerName] }];
   return patchWorkload(clients, keyOf(object), patch);
 }
 
