@@ -3,9 +3,9 @@ import { createServer, type Server } from "node:http";
 import type { Registry } from "prom-client";
 
 export interface Probes {
-  /** The process is alive and its event loop turns. */
+  /** The process is alive and its event loop turns; served from before the start-up steps that wait on the network. */
   readonly healthy: () => boolean;
-  /** Caches are synced and leadership is settled (leading, or following a live leader). */
+  /** Start-up is done, caches are synced and leadership is settled (leading, or following a live leader). */
   readonly ready: () => boolean;
 }
 

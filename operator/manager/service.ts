@@ -22,24 +22,73 @@ export interface OperatorService {
   stop(): Promise<void>;
 }
 
-/** `binaries`: the engine's, from the wiring (operator/cmd/), which knows the toolchain. */
-export async function startService(config: OperatorConfig, binaries: EngineBinaries, log: Logger): Promise<OperatorService> {
-  // A lock naming this pod's name, found before this container runs any engine, is a predecessor's:
-  // its holder is gone. Only where the hostname is the pod's name (unique among live pods).
+/** A replica once started: its operator while it reconciles, whether it is ready, and its stop. */
+export interface Replica {
+  readonly operator: () => RunningOperator | undefined;
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+/** What the service runs once /healthz answers; a test puts stand-ins in. */
+export interface StartUpSteps {
+  /** Runs before any engine of this container: it waits on the backend (a database may be slow). */
+  readonly sweep: (config: OperatorConfig, log: Logger) => Promise<unknown>;
+  /** Contends for the lease (sharded: the leases) and reconciles once it may. */
+  readonly run: (config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics: OperatorMetrics) => Replica;
+}
+
+/** A lock naming this pod's name, found before this container runs any engine, is a predecessor's: its holder is gone. */
+async function sweepEarlierContainers(config: OperatorConfig, log: Logger): Promise<void> {
+  // Only where the hostname is the pod's name (unique among live pods).
   if (config.podName === hostname()) await breakLocksOfEarlierContainers(config.backendUrl, projectName, log, new StateIo(config.operationTimeoutMs));
+}
+
+/**
+ * `binaries`: the engine's, from the wiring (operator/cmd/), which knows the toolchain. Resolves once
+ * the health server listens; the start-up steps go on behind it.
+ */
+export async function startService(config: OperatorConfig, binaries: EngineBinaries, log: Logger, steps: Partial<StartUpSteps> = {}): Promise<OperatorService> {
+  const { sweep = sweepEarlierContainers, run = config.sharding ? runShardedReplica : runReplica } = steps;
+  // The replica's operator is made after the metrics, which read it.
+  const started: { replica?: Replica } = {};
+  const running = () => started.replica?.operator();
+  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map());
+  // Liveness first: a start-up step that waits on the network (the sweep, on a slow database) must
+  // not let the kubelet kill the pod, which would then never get past it. Ready only once started.
+  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false }, metrics.registry);
+  const address = server.address();
+  log.info(`serving /healthz, /readyz and /metrics${config.sharding ? " (sharded)" : ""}`, { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
+
+  let stopping = false;
+  const startUp = async () => {
+    try {
+      await sweep(config, log);
+    } catch (error) {
+      // As a start that fails once leading: exit, and start afresh.
+      log.error("could not break the stack locks of this pod's earlier containers; exiting", { error: briefError(error) });
+      process.exit(1);
+    }
+    if (!stopping) started.replica = run(config, binaries, log, metrics);
+  };
+  const startingUp = startUp();
+
+  return {
+    server,
+    async stop() {
+      stopping = true;
+      // A sweep under way ends within its deadline (StateIo); no replica starts after it.
+      await startingUp;
+      await started.replica?.stop();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Not sharded: one replica leads (with leader election) and reconciles every object; the others stand by. */
+function runReplica(config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics: OperatorMetrics): Replica {
   let operator: RunningOperator | undefined;
-  if (config.sharding) return startShardedService(config, binaries, log);
-  const metrics = new OperatorMetrics(() => ({ depth: operator?.queue.depth ?? 0, active: operator?.queue.active ?? 0 }), () => operator?.watcher.namespaceStates() ?? new Map());
   const lease = config.leaderElection ? { ...config.leaderElection, ...defaultLeaseTiming } : undefined;
   const elector = lease ? new LeaderElector(leaseApi(kubeClients(config.kubeconfig).config, lease), lease, log, undefined, (result) => metrics.leaseCalls.inc({ result })) : undefined;
-  const server = await startHealthServer(config.healthPort, config.healthHost, {
-    healthy: () => true,
-    // A standby is ready too while it knows who leads and is waiting to take over; not while the
-    // lease API fails it.
-    ready: () => operator !== undefined || (elector?.state === "following" && elector.holder !== undefined && elector.lastError === undefined),
-  }, metrics.registry);
-  const address = server.address();
-  log.info("serving /healthz, /readyz and /metrics", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
 
   // A stop while the operator starts ends the start (its cache sync may take until its deadline).
   const starting = new AbortController();
@@ -70,7 +119,10 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   const leading = lead().catch((error: unknown) => log.info("stopped before leading", { error: briefError(error) }));
 
   return {
-    server,
+    operator: () => operator,
+    // A standby is ready too while it knows who leads and is waiting to take over; not while the
+    // lease API fails it.
+    ready: () => operator !== undefined || (elector?.state === "following" && elector.holder !== undefined && elector.lastError === undefined),
     async stop() {
       starting.abort();
       // A standby stops contending; a leader goes on renewing its lease until every engine of it is
@@ -86,27 +138,6 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
       }
       await elector?.release();
       metrics.leader.set(0);
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/** Sharded (docs/sharding.md): every replica reconciles its share; the leader also assigns the objects. */
-async function startShardedService(config: OperatorConfig, binaries: EngineBinaries, log: Logger): Promise<OperatorService> {
-  // The replica's operator is made after the metrics, which read it.
-  const started: { replica?: ReturnType<typeof runShardedReplica> } = {};
-  const running = () => started.replica?.operator();
-  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map());
-  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false }, metrics.registry);
-  const address = server.address();
-  log.info("serving /healthz, /readyz and /metrics (sharded)", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
-  const replica = runShardedReplica(config, binaries, log, metrics);
-  started.replica = replica;
-  return {
-    server,
-    async stop() {
-      await replica.stop();
-      await new Promise((resolve) => server.close(resolve));
     },
   };
 }
