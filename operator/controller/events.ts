@@ -25,6 +25,11 @@ export class EventRecorder {
     this.log = log;
   }
 
+  /** Forgets which Events the object of `uid` had: it left this replica's share, and what is said when it comes back is news. */
+  forget(uid: string): void {
+    for (const key of this.recent.keys()) if (key.startsWith(`${uid}/`)) this.recent.delete(key);
+  }
+
   record(object: Workload, type: EventType, reason: string, given: string): void {
     const message = redactKnownSecrets(given);
     const key = `${object.metadata.uid}/${reason}/${message}`;

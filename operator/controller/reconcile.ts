@@ -93,7 +93,7 @@ export class Reconciler {
     if (this.deps.watcher.unreadable(namespace)) return { outcome: "requeued", requeueAfterMs: maxUnreadableRetryMs };
     const cached = this.deps.watcher.workload(kind, namespace, name);
     // Not this replica's (any more): forgotten here, whatever its cache says; never deleted.
-    if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return { outcome: "moved" };
+    if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return this.letGo(key, stack, cached);
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
       // Only then: every event of a gone object's children (its pods going) lands here too.
@@ -113,11 +113,23 @@ export class Reconciler {
     if ((this.claimed.get(claim) ?? key) !== key) return { outcome: "requeued", requeueAfterMs: sameNameRetryMs };
     this.claimed.set(claim, key);
     try {
-      const object = { ...cached, status: this.reporter.lastWritten(cached.metadata.uid) ?? cached.status } as Workload;
+      const object = { ...cached, status: this.reporter.statusFor(cached) } as Workload;
       return await this.reconcileObject(object, stack, key, this.deps.log.with({ object: key, stack }));
     } finally {
       this.claimed.delete(claim);
     }
+  }
+
+  /**
+   * The object is not this replica's (any more). Another replica writes its status and runs its
+   * stack from now on, and the object may come back: nothing remembered of it here may outlive
+   * its stay (the status last written, the stack's pending operations and selection, its Events).
+   */
+  private letGo(key: string, stack: string, cached: Workload | undefined): HandlerResult {
+    this.reporter.forgetObject(key);
+    this.deps.driver.letGo(stack);
+    if (cached) this.deps.events.forget(cached.metadata.uid);
+    return { outcome: "moved" };
   }
 
   private async reconcileObject(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {

@@ -1,7 +1,8 @@
 // What a reconcile says on the object: its status (phase, live children, stack report) written
 // through the status subresource, and the failures as conditions and Warning Events, each with
 // when the next attempt comes. It keeps the last status it wrote per object, which is fresher than
-// the watch cache right after a write.
+// the watch cache right after a write, until the cache shows that status or another writer's.
+import { isDeepStrictEqual } from "node:util";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { podSelector } from "../../components/kinds.ts";
 import { selectorString } from "../../components/metadata.ts";
@@ -11,7 +12,7 @@ import type { Phase } from "./conditions.ts";
 import { describeDrift } from "./drift.ts";
 import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
-import { briefError, isNotFound, parseKey, type KubeClients } from "../kube/clients.ts";
+import { briefError, isNotFound, keyOf, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import { redactKnownSecrets } from "../base/redact.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
@@ -46,9 +47,24 @@ export interface ReporterDeps {
   readonly backoff: (key: string) => Backoff;
 }
 
+/**
+ * A status this replica wrote that its watch cache may not show yet, and the statuses the object
+ * had before it as far as this replica knows (the one its first write replaced, and its own writes
+ * since): a cache that shows one of those is behind; one that shows any other has another writer's.
+ */
+interface Written {
+  /** The object's work key: an object that leaves this replica's share is forgotten by it. */
+  readonly key: string;
+  readonly status: WorkloadStatus;
+  readonly before: readonly (WorkloadStatus | undefined)[];
+}
+
+/** Statuses kept as older than the last write: a cache further behind is taken for another writer's (at worst a needless write, or `up`). */
+const maxBefore = 8;
+
 export class Reporter {
-  /** The last status written per object: fresher than the watch cache right after a write. */
-  private readonly written = new Map<string, WorkloadStatus>();
+  /** Per object (uid): the last status written while the watch cache may not show it yet. */
+  private readonly written = new Map<string, Written>();
 
   private readonly deps: ReporterDeps;
 
@@ -56,14 +72,38 @@ export class Reporter {
     this.deps = deps;
   }
 
-  /** The status last written for the object of this uid, if any. */
-  lastWritten(uid: string): WorkloadStatus | undefined {
-    return this.written.get(uid);
+  /**
+   * The status a reconcile of `cached` (the watch cache's copy) starts from. Right after a write
+   * the cache is behind, and the status last written is fresher. A cache that shows a status this
+   * replica neither wrote nor replaced has another writer's (another replica's, while the object
+   * was away; a person's): that is the object's status, and a different one is written again.
+   */
+  statusFor(cached: Workload): WorkloadStatus | undefined {
+    const uid = cached.metadata.uid;
+    const written = this.written.get(uid);
+    if (!written) return cached.status;
+    if (written.before.some((status) => isDeepStrictEqual(status, cached.status))) return written.status;
+    // The cache shows the last write, or another writer's since: it is right from now on.
+    this.written.delete(uid);
+    return cached.status;
   }
 
   /** Forgets what was written for an object whose finalizer is gone. */
   forgetWritten(uid: string): void {
     this.written.delete(uid);
+  }
+
+  /** Forgets what was written for the object of `key`, whatever its uid: it left this replica's share. */
+  forgetObject(key: string): void {
+    for (const [uid, written] of this.written) if (written.key === key) this.written.delete(uid);
+  }
+
+  /** `object.status` was just written over `replaced`. */
+  private remember(object: Workload, replaced: WorkloadStatus | undefined): void {
+    const earlier = this.written.get(object.metadata.uid);
+    const before = earlier ? [...earlier.before, earlier.status] : [];
+    if (!before.some((status) => isDeepStrictEqual(status, replaced))) before.push(replaced);
+    this.written.set(object.metadata.uid, { key: keyString(keyOf(object)), status: object.status!, before: before.slice(-maxBefore) });
   }
 
   /**
@@ -153,8 +193,9 @@ export class Reporter {
     if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
     // An error's text may quote the backend URL (Pulumi's do), password included.
     const status = redactKnownSecrets(computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview }));
+    const replaced = object.status;
     try {
-      if (await writeStatus(this.deps.clients, object, status)) this.written.set(object.metadata.uid, object.status!);
+      if (await writeStatus(this.deps.clients, object, status)) this.remember(object, replaced);
     } catch (error) {
       // The object was deleted under us: nothing left to report on.
       if (!isNotFound(error)) throw error;

@@ -5,7 +5,8 @@ import type { Checkpoints } from "./checkpoints.ts";
 export class PendingOperations {
   /**
    * Stacks known to carry no pending operations. Only an operation interrupted outside this
-   * process (a crash before it started) or a failed one here can leave some.
+   * process (a crash before it started, another replica's engine while the stack's object was in
+   * its share) or a failed one here can leave some.
    */
   private readonly clean = new Set<string>();
   private readonly checkpoints: Checkpoints;
@@ -29,7 +30,7 @@ export class PendingOperations {
     this.clean.add(name);
   }
 
-  /** The stack may carry some again (an operation on it failed or was stopped), or is gone. */
+  /** The stack may carry some again (an operation on it failed or was stopped, or another replica runs it now), or is gone. */
   forget(name: string): void {
     this.clean.delete(name);
   }

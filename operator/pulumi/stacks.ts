@@ -288,6 +288,15 @@ export class StackDriver {
     this.forgetSelection(name);
   }
 
+  /**
+   * Another replica runs the stack from now on (its object left this replica's share): what this
+   * process knows of it, that it carries no pending operations and how it was selected, may be
+   * untrue when the object comes back.
+   */
+  letGo(name: string): void {
+    this.forgetSelection(name);
+  }
+
   /** The engine's own output, kept at debug level under the stack's name. */
   private engineOutput(name: string): (out: string) => void {
     return (out) => this.log.debug(out.trimEnd(), { stack: name });
