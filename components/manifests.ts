@@ -2,7 +2,9 @@
 // functions serve the components, their tests, and the benchmark's baseline reconciler.
 import type * as k8s from "@pulumi/kubernetes";
 import type { AppSpec, MemcachedSpec } from "../crds/types.ts";
+import { defaultMemcachedUser } from "../crds/memcached.ts";
 import { childMetadata, selectorLabels, type Owner } from "./metadata.ts";
+import { securityContexts } from "./pod-security.ts";
 
 /** The app.kubernetes.io/name of a Memcached's children. */
 export const memcachedAppName = "memcached";
@@ -12,6 +14,7 @@ const containerName = "app";
 export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps.v1.Deployment {
   const selector = selectorLabels(owner, owner.name);
   const metadata = childMetadata(owner, owner.name);
+  const security = securityContexts(spec.podSecurity, { profile: "Baseline" });
   return {
     metadata,
     spec: {
@@ -20,10 +23,12 @@ export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps
       template: {
         metadata: { labels: metadata.labels },
         spec: {
+          ...(security.pod ? { securityContext: security.pod } : {}),
           containers: [
             {
               name: containerName,
               image: spec.image,
+              ...(security.container ? { securityContext: security.container } : {}),
               ...(spec.port ? { ports: [{ name: "http", containerPort: spec.port, protocol: "TCP" }] } : {}),
               ...(spec.env?.length ? { env: spec.env.map((e) => ({ name: e.name, value: e.value ?? "" })) } : {}),
               ...(spec.resources ? { resources: spec.resources } : {}),
@@ -52,6 +57,7 @@ export const memcachedPort = 11211;
 
 export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.types.input.apps.v1.Deployment {
   const metadata = childMetadata(owner, memcachedAppName);
+  const security = securityContexts(spec.podSecurity, { profile: "Restricted", runAsUser: defaultMemcachedUser });
   return {
     metadata,
     spec: {
@@ -60,10 +66,12 @@ export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.type
       template: {
         metadata: { labels: metadata.labels },
         spec: {
+          ...(security.pod ? { securityContext: security.pod } : {}),
           containers: [
             {
               name: "memcached",
               image: spec.image,
+              ...(security.container ? { securityContext: security.container } : {}),
               args: ["--memory-limit=64", "-o", "modern", "-v"],
               ports: [{ name: "memcached", containerPort: memcachedPort, protocol: "TCP" }],
               resources: { requests: { cpu: "100m", memory: "128Mi" } },

@@ -1,8 +1,11 @@
 // Memcached: the classic operator example, as an appstack kind.
 import { imageSchema } from "./app.ts";
-import { ageColumn, customResourceDefinition, planColumn, readyReasonColumn, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
+import { ageColumn, customResourceDefinition, planColumn, podSecuritySchema, readyReasonColumn, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
 
 export const defaultMemcachedImage = "memcached:1.6";
+
+/** The memcache user of the official memcached image; any image runs as it under Restricted. */
+export const defaultMemcachedUser = 11211;
 
 export const memcachedCrd = customResourceDefinition(
   "Memcached",
@@ -17,6 +20,7 @@ export const memcachedCrd = customResourceDefinition(
         size: { type: "integer", format: "int32", minimum: 0, maximum: 100, description: "Number of memcached pods." },
         image: { ...imageSchema, default: defaultMemcachedImage, description: `The memcached image (default ${defaultMemcachedImage}).` },
         updatePolicy: updatePolicySchema,
+        podSecurity: podSecuritySchema("Restricted", defaultMemcachedUser),
       },
     },
     status: workloadStatus({

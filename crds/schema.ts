@@ -1,6 +1,6 @@
 // OpenAPI v3 pieces both kinds share: the status shape (kstatus conditions, stack report) and the
 // CRD envelope. Kept as plain objects so that the install program and the YAML use the same data.
-import { group, updatePolicies, version, type WorkloadKind } from "./types.ts";
+import { group, podSecurityProfiles, updatePolicies, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -85,6 +85,24 @@ export const updatePolicySchema: JsonSchema = {
   description: "Auto applies every change. Preview only previews changes; annotate appstack.dev/approve=<status.preview.planId> to apply that plan.",
 };
 
+/** Shared by both kinds' specs; each kind has its own default profile. */
+export function podSecuritySchema(defaultProfile: PodSecurityProfile, defaultUser?: number): JsonSchema {
+  const user = defaultUser === undefined ? "" : ` (default ${defaultUser})`;
+  return {
+    type: "object",
+    description: `The Pod Security Standard the pods meet (default ${defaultProfile}). Restricted is what a namespace labelled pod-security.kubernetes.io/enforce=restricted admits.`,
+    properties: {
+      profile: {
+        type: "string",
+        enum: [...podSecurityProfiles],
+        default: defaultProfile,
+        description: "Baseline: the container runs as its image says, root included. Restricted: runAsNonRoot, allowPrivilegeEscalation false, every capability dropped, seccomp RuntimeDefault; the image must run as a numeric non-root user, or runAsUser names one.",
+      },
+      runAsUser: { type: "integer", format: "int64", minimum: 1, maximum: 2147483647, description: `The user id the container runs as${user}; never 0 (root).` },
+    },
+  };
+}
+
 export const planColumn = { name: "Plan", type: "string", jsonPath: ".status.preview.planId", description: "A plan waiting for approval." };
 
 export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSchema {
@@ -105,6 +123,7 @@ export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSche
       replicas: { type: "integer", format: "int32", description: "Pods of the object's own Deployment." },
       readyReplicas: { type: "integer", format: "int32", description: "Ready pods of the object's own Deployment." },
       availableReplicas: { type: "integer", format: "int32", description: "Available pods of the object's own Deployment." },
+      podsNotStarting: { type: "integer", format: "int32", minimum: 1, description: "Pods that cannot start: a container waiting on an image pull, a crash loop or a configuration error, or no node fits; the Ready condition names why. Absent when none." },
       selector: { type: "string", description: "The pods' label selector, for the scale subresource." },
       conditions,
       lastUpdateTime: { ...timestamp, description: "When the operator last changed the status." },

@@ -39,6 +39,21 @@ export const updatePolicies: readonly UpdatePolicy[] = ["Auto", "Preview"];
 /** Set to the plan id of status.preview to apply exactly that plan. */
 export const approveAnnotation = "appstack.dev/approve";
 
+/**
+ * The Pod Security Standard the children's pods meet. Baseline: the container runs as its image
+ * says (root included). Restricted: what a namespace enforcing `restricted` admits: not root, no
+ * privilege escalation, every capability dropped, the runtime's default seccomp profile.
+ */
+export type PodSecurityProfile = "Baseline" | "Restricted";
+
+export const podSecurityProfiles: readonly PodSecurityProfile[] = ["Baseline", "Restricted"];
+
+export interface PodSecurity {
+  profile?: PodSecurityProfile;
+  /** The user id the container runs as; under Restricted needed when the image names no numeric user. */
+  runAsUser?: number;
+}
+
 export interface AppSpec {
   image: string;
   replicas: number;
@@ -46,12 +61,16 @@ export interface AppSpec {
   env?: EnvVar[];
   resources?: ResourceRequirements;
   updatePolicy?: UpdatePolicy;
+  /** Default profile Baseline: an App's image may need root (nginx binds port 80 as root). */
+  podSecurity?: PodSecurity;
 }
 
 export interface MemcachedSpec {
   size: number;
   image: string;
   updatePolicy?: UpdatePolicy;
+  /** Default profile Restricted, as user 11211: memcached needs no root. */
+  podSecurity?: PodSecurity;
 }
 
 /** metav1.Condition. */
@@ -127,6 +146,8 @@ export interface WorkloadStatus {
   stack?: StackStatus;
   /** Set while changes wait for approval. */
   preview?: PreviewStatus;
+  /** Pods that cannot start (image pull, crash loop, configuration error, no node fits); absent when none. */
+  podsNotStarting?: number;
 }
 
 export interface MemcachedStatus extends WorkloadStatus {

@@ -29,6 +29,8 @@ export interface ObjectState {
   readonly drifted: string[];
   readonly awaitingApproval?: { readonly plan: string; readonly since: string; readonly reason: string };
   readonly stalled?: { readonly reason: string; readonly message: string };
+  /** Pods that cannot start (status.podsNotStarting), with the Ready condition's reason for them. */
+  readonly podsNotStarting: number;
   readonly needsPerson: boolean;
 }
 
@@ -65,6 +67,7 @@ export function objectState(object: Workload): ObjectState {
     drifted,
     ...(preview ? { awaitingApproval: { plan: preview.planId, since: preview.time, reason: preview.reason } } : {}),
     ...(stalled ? { stalled: { reason: stalled.reason, message: stalled.message } } : {}),
+    podsNotStarting: object.status?.podsNotStarting ?? 0,
     needsPerson: preview !== undefined || stalled !== undefined,
   };
 }
@@ -76,7 +79,7 @@ export function statusTable(states: readonly ObjectState[], allNamespaces: boole
     states.map((s) => [
       ...(allNamespaces ? [s.namespace] : []),
       `${s.kind.toLowerCase()}/${s.name}`,
-      s.ready ? "True" : `False (${s.reason})`,
+      s.ready ? "True" : `False (${s.reason}${s.podsNotStarting ? `, ${s.podsNotStarting} pods not starting` : ""})`,
       s.drifted.join("; ") || "-",
       s.awaitingApproval ? `plan ${s.awaitingApproval.plan} (${age(s.awaitingApproval.since, now)})` : "-",
       s.stalled ? `${s.stalled.reason}: ${s.stalled.message}` : "-",

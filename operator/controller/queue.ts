@@ -36,9 +36,10 @@ export interface Backoff {
  * server, an applied approval is still to be removed), waiting on another engine's stack
  * lock (`locked`); a stack forgotten instead of destroyed (`forgotten`); an operation stopped for
  * the handover (`interrupted`: the next leader carries on); an object another replica
- * owns, or that this one has just drained (`moved`: sharding).
+ * owns, or that this one has just drained (`moved`: sharding); a status that time alone changes
+ * (`recheck`: pods that cannot start turn the object Stalled once they have waited out the bound).
  */
-export type Outcome = "requeued" | "locked" | "forgotten" | "interrupted" | "moved";
+export type Outcome = "requeued" | "locked" | "forgotten" | "interrupted" | "moved" | "recheck";
 
 /** Result of one run of the handler: nothing (done), or what it came to, and when to run the key again. */
 export type HandlerResult = void | { readonly outcome: Outcome; readonly requeueAfterMs?: number };

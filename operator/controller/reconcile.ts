@@ -28,7 +28,7 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
-import { rolloutPhase, stackStatusOf } from "./status.ts";
+import { defaultPodStartTimeoutMs, rolloutPhase, stackStatusOf } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 
 /** An App and a Memcached of one name want the same children: one reconciles at a time. */
@@ -45,6 +45,8 @@ export interface ReconcilerDeps {
   readonly bindingGuard: BindingGuard;
   /** Sharded (docs/sharding.md): whether this replica may act on an object, checked before anything else. */
   readonly shard?: ShardFence;
+  /** How long a pod may fail to start before its object is Stalled (APPSTACK_POD_START_TIMEOUT_SECONDS); two minutes by default. */
+  readonly podStartTimeoutMs?: number;
 }
 
 export class Reconciler {
@@ -61,9 +63,9 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard } = deps;
+    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard, podStartTimeoutMs = defaultPodStartTimeoutMs } = deps;
     const children = new Children(clients, watcher);
-    const reporter = new Reporter({ clients, watcher, children, events, log, backoff });
+    const reporter = new Reporter({ clients, watcher, children, events, log, backoff, podStartTimeoutMs });
     const ownership = new Ownership({ children, driver, events });
     this.children = children;
     this.reporter = reporter;
@@ -143,10 +145,7 @@ export class Reconciler {
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
     if (decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log);
     if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log);
-    if (decision.action === "none") {
-      await this.reporter.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatusOf(object, stack));
-      return;
-    }
+    if (decision.action === "none") return this.reporter.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatusOf(object, stack));
     return this.update.apply(object, stack, key, decision, observed, log);
   }
 
@@ -184,7 +183,6 @@ export class Reconciler {
     if (next.action === "preview" && decision.action !== "none") return this.previewing.preview(object, stack, key, decision, observed, log);
     const preview = next.action === "wait" ? object.status?.preview : undefined;
     if (!preview) await this.deps.plans.discard(stack);
-    await this.reporter.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), stackStatusOf(object, stack), preview);
-    return undefined;
+    return this.reporter.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), stackStatusOf(object, stack), preview);
   }
 }

@@ -18,7 +18,7 @@ import { redactKnownSecrets } from "../base/redact.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
-import { computeStatus, rolloutPhase, stackStatusOf, withScheduling, writeStatus } from "./status.ts";
+import { computeStatus, rolloutPhase, stackStatusOf, withPodTrouble, writeStatus } from "./status.ts";
 import type { Watcher } from "./watch.ts";
 
 export const busyRetryMs = 5_000;
@@ -45,6 +45,8 @@ export interface ReporterDeps {
   readonly events: EventRecorder;
   readonly log: Logger;
   readonly backoff: (key: string) => Backoff;
+  /** How long a pod may fail to start (image pull, crash loop, config error) before the object is Stalled. */
+  readonly podStartTimeoutMs: number;
 }
 
 /**
@@ -113,10 +115,7 @@ export class Reporter {
   async settle(object: Workload, stack: string, key: string, stackStatus: StackStatus, log: Logger): Promise<HandlerResult> {
     const observed = await this.deps.children.observe(object, true);
     if (observed.conflicts.length) return this.conflict(object, stack, key, observed, log, stackStatus);
-    if (!observed.drift.length) {
-      await this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatus);
-      return undefined;
-    }
+    if (!observed.drift.length) return this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatus);
     const message = `the children changed while or after they were applied: ${describeDrift(observed.drift)}`;
     const { delayMs } = this.deps.backoff(key);
     log.warn("drift right after the update; repairing", { drift: observed.drift, retryInMs: delayMs });
@@ -184,11 +183,16 @@ export class Reporter {
     return { outcome: "locked", requeueAfterMs: busyRetryMs };
   }
 
-  async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, preview?: PreviewStatus): Promise<void> {
+  /**
+   * Writes the status of `phase`, refined by what the pods say. Returns a requeue when the pods
+   * that cannot start will have waited out the bound: the object then reads Stalled even if no
+   * pod event comes.
+   */
+  async report(object: Workload, deployment: V1Deployment | undefined, phase: Phase, stack: StackStatus, preview?: PreviewStatus): Promise<HandlerResult> {
     const selector = podSelector(object);
     // Pods count only under the object's own Deployment: never another object's.
     const pods = deployment ? this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp) : [];
-    const refined = withScheduling(phase, pods);
+    const { phase: refined, recheckInMs } = withPodTrouble(phase, pods, this.deps.podStartTimeoutMs);
     // Operation failures record their own Events; a rollout that cannot go on is said here.
     if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
     // An error's text may quote the backend URL (Pulumi's do), password included.
@@ -200,5 +204,6 @@ export class Reporter {
       // The object was deleted under us: nothing left to report on.
       if (!isNotFound(error)) throw error;
     }
+    return recheckInMs === undefined ? undefined : { outcome: "recheck", requeueAfterMs: recheckInMs };
   }
 }

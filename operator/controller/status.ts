@@ -4,6 +4,7 @@ import type { V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client
 import { describe } from "../../components/kinds.ts";
 import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
+import { podTrouble } from "./pod-trouble.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 
@@ -25,7 +26,19 @@ function rolloutProgress(object: Workload, deployment: V1Deployment | undefined)
   const progressing = status.conditions?.find((c) => c.type === "Progressing");
   if (progressing?.reason === "ProgressDeadlineExceeded") return { kind: "stalled", reason: "ProgressDeadlineExceeded", message: progressing.message ?? "rollout stalled" };
   if ((status.observedGeneration ?? 0) < (deployment.metadata?.generation ?? 0)) return { kind: "progressing", reason: "RollingOut", message: "the Deployment controller has not seen the newest spec yet" };
-  return replicaProgress(want, status);
+  const progress = replicaProgress(want, status);
+  return progress.kind === "ready" ? progress : (refused(status) ?? progress);
+}
+
+/**
+ * The API server refused the ReplicaSet's pods (Pod Security admission, a ResourceQuota, a
+ * LimitRange, a webhook): the Deployment says so in its ReplicaFailure condition, with the API
+ * server's words. No retry of the ReplicaSet controller gets past that without a change.
+ */
+function refused(status: V1DeploymentStatus): Phase | undefined {
+  const failure = status.conditions?.find((c) => c.type === "ReplicaFailure" && c.status === "True");
+  if (!failure) return undefined;
+  return { kind: "stalled", reason: failure.reason ?? "FailedCreate", message: `the API server refuses the pods: ${failure.message ?? "no message"}` };
 }
 
 /** The replica counts of a Deployment whose newest spec the controller has seen, as `kubectl rollout status` reads them. */
@@ -40,18 +53,27 @@ function replicaProgress(want: number, status: V1DeploymentStatus): Phase {
 }
 
 /**
- * A rollout that waits on pods the scheduler cannot place says why, as `kubectl describe pod`
- * would: otherwise it reads RollingOut until the Deployment's progress deadline (ten minutes).
+ * Long enough for a slow image pull's first retries, short against the Deployment's ten-minute
+ * progress deadline: a pod that has not started in two minutes needs a person.
  */
-export function withScheduling(phase: Phase, pods: readonly V1Pod[]): Phase {
-  if (phase.kind !== "progressing" || phase.reason !== "RollingOut") return phase;
-  for (const pod of pods) {
-    const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
-    if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
-      return { kind: "progressing", reason: "Unschedulable", message: `pod ${pod.metadata?.name ?? ""} cannot be scheduled: ${scheduled.message ?? "no node fits"}` };
-    }
-  }
-  return phase;
+export const defaultPodStartTimeoutMs = 120_000;
+
+/**
+ * A rollout that waits on pods that cannot start says why, in the kubelet's or the scheduler's
+ * words (pod-trouble.ts). Past `stallAfterMs` from the oldest such pod's creation the object is
+ * Stalled: an image that cannot be pulled, a crash loop or a missing Secret needs a change, not
+ * more time. A pod no node fits stays Reconciling: a cluster autoscaler adds nodes for it.
+ * `recheckInMs` says when the phase turns Stalled if nothing else changes first.
+ */
+export function withPodTrouble(phase: Phase, pods: readonly V1Pod[], stallAfterMs: number, now = new Date()): { phase: Phase; recheckInMs?: number } {
+  if (phase.kind !== "progressing" || phase.reason !== "RollingOut") return { phase };
+  const trouble = podTrouble(pods);
+  if (!trouble) return { phase };
+  const message = `${trouble.count} of ${pods.length} pods cannot start: ${trouble.detail}`;
+  if (trouble.reason === "Unschedulable") return { phase: { kind: "progressing", reason: trouble.reason, message } };
+  const waitedMs = trouble.since ? now.getTime() - trouble.since.getTime() : 0;
+  if (waitedMs >= stallAfterMs) return { phase: { kind: "stalled", reason: trouble.reason, message: `${message} (not started for ${Math.round(waitedMs / 1000)} s)` } };
+  return { phase: { kind: "progressing", reason: trouble.reason, message }, recheckInMs: stallAfterMs - waitedMs };
 }
 
 export interface StatusInput {
@@ -86,6 +108,7 @@ export function computeStatus(input: StatusInput, now = new Date()): WorkloadSta
     replicas: deployment?.status?.replicas ?? 0,
     readyReplicas: deployment?.status?.readyReplicas ?? 0,
     availableReplicas: deployment?.status?.availableReplicas ?? 0,
+    podsNotStarting: podTrouble(input.pods)?.count,
     selector: input.selector,
     conditions: conditionsFor(input.phase, generation, previous.conditions, now),
     lastUpdateTime: previous.lastUpdateTime,

@@ -8,6 +8,7 @@ import type { ParseArgsOptionsConfig } from "node:util";
 import type { Level } from "../base/log.ts";
 import { keepSecretsOf } from "../base/redact.ts";
 import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
+import { defaultPodStartTimeoutMs } from "../controller/status.ts";
 
 export interface OperatorConfig {
   readonly kubeconfig?: string;
@@ -44,6 +45,8 @@ export interface OperatorConfig {
   readonly historyLimit: number;
   /** How often every object is re-checked against its live children, events or not (controller-runtime's SyncPeriod). */
   readonly resyncMs: number;
+  /** How long a pod may fail to start (image pull, crash loop, config error) before its object is Stalled. */
+  readonly podStartTimeoutMs: number;
   /** How long a new leader waits for every watch to list before it gives up the lease and exits (controller-runtime's CacheSyncTimeout). */
   readonly cacheSyncTimeoutMs: number;
   /** How long the API server keeps one watch open (its `timeoutSeconds`); a watch not ended soon after is taken for a dead connection. */
@@ -190,6 +193,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     // Flux's default interval. The check reads only the watch caches and starts no Pulumi process,
     // so it is cheap; it is the backstop for a change no watch event announced.
     resyncMs: positiveInt(setting("resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,
+    podStartTimeoutMs: positiveInt(env["APPSTACK_POD_START_TIMEOUT_SECONDS"], defaultPodStartTimeoutMs / 1000, "APPSTACK_POD_START_TIMEOUT_SECONDS") * 1000,
     cacheSyncTimeoutMs: positiveInt(env["APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS"], 120, "APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS") * 1000,
     // client-go asks for 5 to 10 minutes and finds a dead connection sooner through HTTP/2 pings;
     // client-node's watch has none, so the end of the watch is what shows its connection alive.

@@ -14,7 +14,7 @@ import { loadImage } from "../../toolchain/cluster/node.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
-import { eventually, isNotFound } from "../helpers/cluster.ts";
+import { eventually, eventWithReason, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { httpGet } from "../helpers/http.ts";
 import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
@@ -140,6 +140,70 @@ test("a Memcached of the memcached image: Ready, `stats` answers through its Ser
   assert.match(stats, /^STAT limit_maxbytes 67108864\r$/m);
   const memory = podMemory(operatorPod, cluster!.realNode!.cgroupRoot);
   if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
+});
+
+const hardened = "hardened";
+
+/** The object is Ready, its one pod runs under the restricted securityContext, and memcached answers `stats` through its Service. */
+async function readyAndServing(kind: "App" | "Memcached", name: string, service: string): Promise<void> {
+  await workloads.ready(kind, hardened, name, waitMs);
+  const [pod] = (await podsOf(hardened, `app.kubernetes.io/instance=${name}`)).filter((p) => !p.metadata?.deletionTimestamp);
+  assert.ok(pod && pod.status?.phase === "Running" && isReady(pod), JSON.stringify(pod?.status));
+  assert.deepEqual([pod.spec?.securityContext?.runAsNonRoot, pod.spec?.securityContext?.seccompProfile?.type], [true, "RuntimeDefault"]);
+  const { spec } = await core.readNamespacedService({ name: service, namespace: hardened });
+  const stats = await eventually(`${kind} ${name}: memcached stats through its Service`, () => memcachedStats(spec!.clusterIP!, 11211).catch(() => undefined), 60_000);
+  assert.match(stats, /^STAT version 1\.6\./m);
+}
+
+/** Stalled with the Deployment's FailedCreate in the API server's words, and an Event saying so. */
+async function refusedByPodSecurity(name: string): Promise<void> {
+  const refused = await workloads.condition("App", hardened, name, "Stalled", "True", 60_000);
+  const conditions = new Map((refused.status?.conditions ?? []).map((c) => [c.type, c]));
+  assert.deepEqual([conditions.get("Stalled")?.reason, conditions.get("Ready")?.status, conditions.get("Ready")?.reason], ["FailedCreate", "False", "FailedCreate"]);
+  assert.match(conditions.get("Stalled")?.message ?? "", /violates PodSecurity "restricted:latest"/);
+  await eventWithReason(core, hardened, name, "FailedCreate", (message) => message.includes("PodSecurity"));
+}
+
+/** Ready False naming the image that cannot be pulled, counted in status.podsNotStarting. */
+async function namesImagePull(name: string, image: string): Promise<void> {
+  const condition = await eventually(`App ${name} names ImagePullBackOff or ErrImagePull`, async () => {
+    const ready = (await workloads.get("App", hardened, name)).status?.conditions?.find((c) => c.type === "Ready");
+    return ready && /^(ImagePullBackOff|ErrImagePull)$/.test(ready.reason) ? ready : undefined;
+  }, waitMs);
+  assert.ok(condition.message.startsWith(`1 of 1 pods cannot start: pod ${name}-`), condition.message);
+  assert.match(condition.message, new RegExp(`container app (ImagePullBackOff|ErrImagePull) \\(image ${image.replace(/[./]/g, "\\$&")}\\)`));
+  assert.equal((await workloads.get("App", hardened, name)).status?.podsNotStarting, 1);
+}
+
+test("in a namespace that enforces Pod Security restricted: a Memcached and a Restricted App are Ready and serve, an App whose image needs root is Stalled naming PodSecurity, an image that cannot be pulled is named, then Stalled", { skip, timeout: 600_000 }, async () => {
+  await core.createNamespace({ body: { metadata: { name: hardened, labels: { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" } } } });
+  const started = Date.now();
+  const absent = "localhost/appstack/absent:0.1.0";
+  const objects = [
+    // Memcached meets restricted by default (as user 11211).
+    { kind: "Memcached", metadata: { name: "cache", namespace: hardened }, spec: { size: 1, image: "localhost/appstack/memcached:0.1.0" } },
+    // An App asks for it; the memcached image names no numeric user, so the App gives one.
+    { kind: "App", metadata: { name: "compliant", namespace: hardened }, spec: { image: "localhost/appstack/memcached:0.1.0", replicas: 1, port: 11211, podSecurity: { profile: "Restricted", runAsUser: 11211 } } },
+    // nginx's master runs as root (Baseline, the App's default): the API server refuses its pods.
+    { kind: "App", metadata: { name: "root", namespace: hardened }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } },
+    // Nothing here can be pulled from a registry.
+    { kind: "App", metadata: { name: "unpullable", namespace: hardened }, spec: { image: absent, replicas: 1, podSecurity: { profile: "Restricted", runAsUser: 10001 } } },
+  ] as const;
+  await Promise.all(objects.map((object) => workloads.create(object)));
+
+  await refusedByPodSecurity("root");
+  figure(`App whose pods Pod Security refuses Stalled in ${secondsSince(started)} s`);
+  await readyAndServing("Memcached", "cache", "cache");
+  await readyAndServing("App", "compliant", "compliant");
+  figure(`restricted Memcached and App Ready and serving in ${secondsSince(started)} s`);
+  await namesImagePull("unpullable", absent);
+  // Past the bound (two minutes by default) it needs a person: Stalled, with no change of anyone's.
+  const stalled = await workloads.condition("App", hardened, "unpullable", "Stalled", "True", waitMs);
+  figure(`unpullable App Stalled ${secondsSince(started)} s after its creation`);
+  assert.match(stalled.status?.conditions?.find((c) => c.type === "Stalled")?.reason ?? "", /^(ImagePullBackOff|ErrImagePull)$/);
+
+  for (const { kind, metadata } of objects) await workloads.delete(kind, hardened, metadata.name);
+  for (const { kind, metadata } of objects) await workloads.gone(kind, hardened, metadata.name, waitMs);
 });
 
 const loadApps = Array.from({ length: 6 }, (_, index) => `load-${index}`);

@@ -95,6 +95,9 @@ test("status: ready, drifted fields, the waiting plan and its age, stalled; who 
   assert.deepEqual([stalled.stalled, stalled.needsPerson], [{ reason: "ResourceConflict", message: "Deployment stuck is not ours" }, true]);
   const old = objectState(app({ generation: 5 }, { conditions: [cond("Ready", "True", "Available")] }));
   assert.equal(old.ready, false, "Ready for an older generation is not ready");
+  const pulling = objectState(app({ name: "pulling" }, { podsNotStarting: 2, conditions: [cond("Ready", "False", "ImagePullBackOff", "2 of 2 pods cannot start"), cond("Stalled", "True", "ImagePullBackOff", "2 of 2 pods cannot start")] }));
+  assert.deepEqual([pulling.podsNotStarting, pulling.needsPerson, ready.podsNotStarting], [2, true, 0]);
+  assert.match(statusTable([pulling], false, now).split("\n")[1]!, /^app\/pulling\s+False \(ImagePullBackOff, 2 pods not starting\)\s+-\s+-\s+ImagePullBackOff: 2 of 2 pods cannot start$/);
   const lines = statusTable([ready, waiting, stalled], true, now).split("\n");
   assert.match(lines[0]!, /^NAMESPACE\s+NAME\s+READY\s+DRIFTED\s+AWAITING APPROVAL\s+STALLED$/);
   assert.match(lines[2]!, /app\/gated\s+False \(AwaitingApproval\)\s+Deployment web: spec.replicas; Service web: missing\s+plan 0123456789ab \(3m\)\s+-$/);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import type * as pulumi from "@pulumi/pulumi";
 import { recordRegistrations, registeredResource, type Registered } from "../helpers/pulumi-mocks.ts";
-import { appDeployment } from "../../components/manifests.ts";
+import { appDeployment, memcachedDeployment } from "../../components/manifests.ts";
 import type { AppSpec } from "../../crds/types.ts";
 
 const registered = await recordRegistrations();
@@ -88,6 +88,19 @@ test("an App without a port has no Service and a bare container", async () => {
   assert.deepEqual(deployment.spec.template.spec.containers, [{ name: "app", image: "busybox:1.36" }]);
 });
 
+test("podSecurity: an App runs as its image says unless Restricted; a Baseline Memcached leaves its user to the image", () => {
+  const podSpec = (deployment: ReturnType<typeof appDeployment>) => (deployment.spec as { template: { spec: { securityContext?: unknown; containers: { securityContext?: unknown }[] } } }).template.spec;
+  const plain = podSpec(appDeployment(owner("a"), { image: "nginx:1.27", replicas: 1 }));
+  assert.deepEqual([plain.securityContext, plain.containers[0]?.securityContext], [undefined, undefined]);
+  const restricted = podSpec(appDeployment(owner("a"), { image: "web:1", replicas: 1, podSecurity: { profile: "Restricted" } }));
+  assert.deepEqual(restricted.securityContext, { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+  assert.deepEqual(restricted.containers[0]?.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+  const asUser = podSpec(appDeployment(owner("a"), { image: "web:1", replicas: 1, podSecurity: { profile: "Restricted", runAsUser: 10001 } }));
+  assert.deepEqual(asUser.securityContext, { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } });
+  const baseline = podSpec(memcachedDeployment(owner("m", "Memcached"), { size: 1, image: "memcached:1.6", podSecurity: { profile: "Baseline" } }));
+  assert.deepEqual([baseline.securityContext, baseline.containers[0]?.securityContext], [undefined, undefined]);
+});
+
 test("two Apps with the same image never share a selector", () => {
   const spec: AppSpec = { image: "nginx:1.27", replicas: 1 };
   const a = appDeployment(owner("a"), spec).spec as { selector: { matchLabels: Record<string, string> } };
@@ -95,10 +108,11 @@ test("two Apps with the same image never share a selector", () => {
   assert.notDeepEqual(a.selector.matchLabels, b.selector.matchLabels);
 });
 
-test("a Memcached becomes memcached on 11211 with requests and a TCP liveness probe", async () => {
+test("a Memcached becomes memcached on 11211 with requests and a TCP liveness probe, meeting Pod Security restricted as user 11211", async () => {
   const cache = new components.MemcachedWorkload("cache", { owner: owner("cache", "Memcached"), spec: { size: 3, image: "memcached:1.6" } });
   await settle(cache.service);
-  const deployment = byType("kubernetes:apps/v1:Deployment", "cache").inputs as { spec: { replicas: number; selector: unknown; template: { spec: { containers: unknown[] } } } };
+  const deployment = byType("kubernetes:apps/v1:Deployment", "cache").inputs as { spec: { replicas: number; selector: unknown; template: { spec: { securityContext: unknown; containers: unknown[] } } } };
+  assert.deepEqual(deployment.spec.template.spec.securityContext, { runAsNonRoot: true, runAsUser: 11211, seccompProfile: { type: "RuntimeDefault" } });
   assert.equal(deployment.spec.replicas, 3);
   assert.deepEqual(deployment.spec.selector, { matchLabels: { "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "cache", "appstack.dev/kind": "Memcached" } });
   assert.deepEqual(deployment.spec.template.spec.containers, [
@@ -109,6 +123,7 @@ test("a Memcached becomes memcached on 11211 with requests and a TCP liveness pr
       ports: [{ name: "memcached", containerPort: 11211, protocol: "TCP" }],
       resources: { requests: { cpu: "100m", memory: "128Mi" } },
       livenessProbe: { tcpSocket: { port: 11211 }, initialDelaySeconds: 30, periodSeconds: 10 },
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
     },
   ]);
   const service = byType("kubernetes:core/v1:Service", "cache").inputs as { spec: { ports: unknown } };

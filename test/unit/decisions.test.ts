@@ -7,7 +7,7 @@ import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/controller/drift.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { engineMessage } from "../../operator/pulumi/stack-errors.ts";
-import { observedGeneration, rolloutPhase, withScheduling } from "../../operator/controller/status.ts";
+import { observedGeneration, rolloutPhase, withPodTrouble } from "../../operator/controller/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
   assert.equal(stackName("App", "default", "web"), "app.default.web");
@@ -74,17 +74,60 @@ test("a paused Deployment is never Ready: Stalled with DeploymentPaused, whateve
   assert.equal(rolloutPhase(app(2), { ...paused, spec: { ...paused.spec!, paused: false } }).kind, "ready");
 });
 
-test("a rollout waiting on a pod the scheduler cannot place says so, with the scheduler's words", () => {
+test("a rollout waiting on a pod the scheduler cannot place says so, with the scheduler's words, and stays Reconciling", () => {
   const rolling = rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 1 }));
-  const pending: V1Pod = { metadata: { name: "web-1" }, status: { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient memory." }] } };
+  const pending: V1Pod = { metadata: { name: "web-1", creationTimestamp: new Date(0) }, status: { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient memory." }] } };
   const scheduled: V1Pod = { metadata: { name: "web-0" }, status: { conditions: [{ type: "PodScheduled", status: "True" }] } };
-  assert.deepEqual(withScheduling(rolling, [scheduled, pending]), { kind: "progressing", reason: "Unschedulable", message: "pod web-1 cannot be scheduled: 0/2 nodes are available: 2 Insufficient memory." });
-  assert.equal(withScheduling(rolling, [scheduled]), rolling);
-  // Ready, stalled, applying: not about scheduling.
+  // A cluster autoscaler adds nodes for it: never Stalled by the pod-start bound.
+  assert.deepEqual(withPodTrouble(rolling, [scheduled, pending], 1_000), { phase: { kind: "progressing", reason: "Unschedulable", message: "1 of 2 pods cannot start: pod web-1 cannot be scheduled: 0/2 nodes are available: 2 Insufficient memory." } });
+  assert.equal(withPodTrouble(rolling, [scheduled], 1_000).phase, rolling);
+  // Ready, stalled, applying: not about the pods.
   const ready = rolloutPhase(app(0), deployment({}));
-  assert.equal(withScheduling(ready, [pending]), ready);
+  assert.equal(withPodTrouble(ready, [pending], 1_000).phase, ready);
   const applying = { kind: "progressing" as const, reason: "Applying", message: "up" };
-  assert.equal(withScheduling(applying, [pending]), applying);
+  assert.equal(withPodTrouble(applying, [pending], 1_000).phase, applying);
+});
+
+test("pods that cannot start are named with the kubelet's reason, and Stalled once they have waited out the bound", () => {
+  const rolling = rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 0 }));
+  const created = new Date("2026-01-01T00:00:00Z");
+  const pulling = (name: string): V1Pod => ({
+    metadata: { name, creationTimestamp: created },
+    status: { containerStatuses: [{ name: "app", image: "registry.example/web:1", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ImagePullBackOff", message: 'Back-off pulling image "registry.example/web:1"' } } }] },
+  });
+  const early = withPodTrouble(rolling, [pulling("web-a"), pulling("web-b")], 120_000, new Date(created.getTime() + 30_000));
+  assert.deepEqual(early.phase, { kind: "progressing", reason: "ImagePullBackOff", message: '2 of 2 pods cannot start: pod web-a: container app ImagePullBackOff (image registry.example/web:1): Back-off pulling image "registry.example/web:1"' });
+  assert.equal(early.recheckInMs, 90_000, "checked again when the bound is reached, pod event or not");
+  const late = withPodTrouble(rolling, [pulling("web-a")], 120_000, new Date(created.getTime() + 120_000));
+  assert.equal(late.phase.kind, "stalled");
+  assert.equal((late.phase as { reason: string }).reason, "ImagePullBackOff");
+  assert.match((late.phase as { message: string }).message, /not started for 120 s/);
+  assert.equal(late.recheckInMs, undefined);
+
+  const crashing: V1Pod = {
+    metadata: { name: "web-c", creationTimestamp: created },
+    status: { containerStatuses: [{ name: "app", image: "web:1", imageID: "", ready: false, restartCount: 4, state: { waiting: { reason: "CrashLoopBackOff", message: "back-off 40s restarting failed container=app" } }, lastState: { terminated: { exitCode: 3, reason: "Error", finishedAt: new Date("2026-01-01T00:01:00Z") } } }] },
+  };
+  assert.match((withPodTrouble(rolling, [crashing], 120_000, created).phase as { message: string }).message, /container app CrashLoopBackOff: back-off 40s restarting failed container=app; last exit code 3 \(Error\) at 2026-01-01T00:01:00.000Z/);
+  const unconfigured: V1Pod = {
+    metadata: { name: "web-d", creationTimestamp: created },
+    status: { initContainerStatuses: [], containerStatuses: [{ name: "app", image: "web:1", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "CreateContainerConfigError", message: 'secret "db" not found' } } }] },
+  };
+  assert.deepEqual(withPodTrouble(rolling, [unconfigured], 120_000, created).phase, { kind: "progressing", reason: "CreateContainerConfigError", message: '1 of 1 pods cannot start: pod web-d: container app CreateContainerConfigError: secret "db" not found' });
+  // Starting normally is no trouble.
+  const starting: V1Pod = { metadata: { name: "web-e", creationTimestamp: created }, status: { containerStatuses: [{ name: "app", image: "web:1", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ContainerCreating" } } }] } };
+  assert.equal(withPodTrouble(rolling, [starting], 120_000, new Date(created.getTime() + 600_000)).phase, rolling);
+});
+
+test("pods the API server refuses (ReplicaFailure, FailedCreate) are Stalled at once, in the API server's words", () => {
+  const words = 'pods "web-5d8f" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "app" must set securityContext.allowPrivilegeEscalation=false)';
+  const refused = deployment({ replicas: 0, updatedReplicas: 0, availableReplicas: 0, conditions: [{ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: words }] });
+  assert.deepEqual(rolloutPhase(app(2), refused), { kind: "stalled", reason: "FailedCreate", message: `the API server refuses the pods: ${words}` });
+  // Once the pods are all there, a leftover condition says nothing.
+  const done = deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 2, conditions: [{ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: words }] });
+  assert.equal(rolloutPhase(app(2), done).kind, "ready");
+  const cleared = deployment({ replicas: 0, updatedReplicas: 0, availableReplicas: 0, conditions: [{ type: "ReplicaFailure", status: "False", reason: "FailedCreate", message: words }] });
+  assert.equal(rolloutPhase(app(2), cleared).kind, "progressing");
 });
 
 test("conditions follow kstatus and keep their transition time while unchanged", () => {
