@@ -19,7 +19,8 @@ import { awaiting, Previewing } from "./previewing.ts";
 import { maxUnreadableRetryMs } from "./namespace-availability.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
 import { Update } from "./update.ts";
-import { parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
+import { parseKey, readWorkload, WriteFenced, type KubeClients } from "../kube/clients.ts";
+import { failpoint } from "../base/failpoints.ts";
 import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
 import { programFor } from "../pulumi/programs.ts";
@@ -79,8 +80,9 @@ export class Reconciler {
     try {
       return await this.reconcileKey(key);
     } catch (error) {
-      // Stopped for the handover: no failure, and nothing to retry here.
-      if (error instanceof OperationInterrupted) return { outcome: "interrupted" };
+      // Stopped for the handover, or a write refused because the shard lease lapsed: no failure,
+      // and nothing to retry here.
+      if (error instanceof OperationInterrupted || error instanceof WriteFenced) return { outcome: "interrupted" };
       if (!(error instanceof ReportedFailure)) await this.reporter.unexpected(key, error);
       throw error;
     }
@@ -96,6 +98,7 @@ export class Reconciler {
     const cached = this.deps.watcher.workload(kind, namespace, name);
     // Not this replica's (any more): forgotten here, whatever its cache says; never deleted.
     if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return this.letGo(key, stack, cached);
+    failpoint("after-ownership-check", key);
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
       // Only then: every event of a gone object's children (its pods going) lands here too.

@@ -21,6 +21,32 @@ export interface KubeClients {
   readonly custom: CustomObjectsApi;
 }
 
+/**
+ * A write refused before it was sent: the KubeConfig's writes are fenced (fenceWrites), as a
+ * sharded replica's are once it no longer holds its shard lease by its own clock.
+ */
+export class WriteFenced extends Error {
+  constructor(method: string, reason: string) {
+    super(`${method} not sent: ${reason}`);
+    this.name = "WriteFenced";
+  }
+}
+
+/** Per KubeConfig: why its writes may not be sent now, or undefined while they may. */
+const writeFences = new WeakMap<KubeConfig, () => string | undefined>();
+
+/**
+ * Every request but a read of every client made from `config`, now and later, is checked against
+ * `fenced` right before it is sent, and refused with WriteFenced while it names a reason. One
+ * fence for every write path (status, children's server-side apply, finalizers, Events, RBAC
+ * bindings): a process frozen between a check and its write, once it resumes, sends none.
+ */
+export function fenceWrites(config: KubeConfig, fenced: () => string | undefined): void {
+  writeFences.set(config, fenced);
+}
+
+const readMethods = new Set(["GET", "HEAD", "OPTIONS"]);
+
 /** How long one API request may take: a hung API server (or a proxy in front of it) must never hold a worker. */
 export const apiRequestTimeoutMs = 30_000;
 
@@ -40,6 +66,9 @@ export function apiClient<T>(config: KubeConfig, api: new (configuration: Config
     httpApi: pool.httpLibrary(),
     promiseMiddleware: [{
       pre: (context) => {
+        const method = String(context.getHttpMethod());
+        const fenced = readMethods.has(method) ? undefined : writeFences.get(config)?.();
+        if (fenced) return Promise.reject(new WriteFenced(method, fenced));
         context.setSignal(AbortSignal.timeout(timeoutMs));
         return Promise.resolve(context);
       },

@@ -4,7 +4,7 @@ import { engineFolders, type OperatorConfig } from "./config.ts";
 import { redactUrl } from "../base/redact.ts";
 import { BindingGuard } from "../controller/binding-guard.ts";
 import { EventRecorder } from "../controller/events.ts";
-import { briefError, kubeClients, type KubeClients } from "../kube/clients.ts";
+import { briefError, fenceWrites, kubeClients, type KubeClients } from "../kube/clients.ts";
 import { peerPodCheck } from "../kube/peer-pods.ts";
 import type { Logger } from "../base/log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
@@ -41,6 +41,9 @@ export interface ShardMembership {
  */
 export async function startOperator(config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal, shard?: ShardMembership): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
+  // Sharded, no write of this replica's reaches the API server once it no longer holds its shard
+  // lease by its own clock: one resumed after a freeze exits without writing (docs/sharding.md).
+  if (shard) fenceWrites(clients.config, () => (shard.holdsLease() ? undefined : "this replica no longer holds its shard lease"));
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   // Leading already: a state folder that does not answer must not stop the lease's renewal.
   const io = new StateIo(config.operationTimeoutMs);

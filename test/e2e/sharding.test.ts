@@ -26,6 +26,7 @@ import { eventually, useCluster } from "../helpers/cluster.ts";
 import { counterTotal, disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
 import { processesUnder } from "../helpers/proctree.ts";
+import { processStat } from "../../operator/base/procfs.ts";
 import { interleavedWriters, recordWrites, replicaKubeconfig, type WriteLog } from "../helpers/write-log.ts";
 
 const objects = Number(process.env["APPSTACK_SHARDING_OBJECTS"] ?? "18");
@@ -67,7 +68,8 @@ async function startReplica(letter: string): Promise<Replica> {
   const kubeconfig = replicaKubeconfig(cluster().cluster, user);
   const process = await startOperatorProcess(kubeconfig, {
     installApi: replicas.length === 0,
-    env: { APPSTACK_SHARDING: "true", APPSTACK_BACKEND_URL: sharedBackend(), POD_NAME: `replica-${letter}`, APPSTACK_CONCURRENCY: "2" },
+    // Each replica freezes itself (SIGSTOP) right after the ownership check of an App named for it.
+    env: { APPSTACK_SHARDING: "true", APPSTACK_BACKEND_URL: sharedBackend(), POD_NAME: `replica-${letter}`, APPSTACK_CONCURRENCY: "2", APPSTACK_FAILPOINTS: `after-ownership-check=App/${namespace}/freeze-${letter}-*` },
   });
   const replica = { letter, user, process };
   replicas.push(replica);
@@ -247,6 +249,47 @@ test("a replica frozen right before a Pulumi update, past its lease, resumes and
   assert.deepEqual(late, [], "the frozen replica wrote after it resumed");
   assert.equal((await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.replicas, 5, "the change made while it was frozen was lost");
   assertNoInterleaving();
+});
+
+/** Whether any process of the replica's tree is stopped (state T): where a failpoint froze it. */
+function stoppedInTree(replica: Replica): boolean {
+  const root = replica.process.child.pid!;
+  return [root, ...processesUnder(root)].some((pid) => processStat(pid)?.fields[0] === "T");
+}
+
+test("a replica frozen right after its ownership check, past its lease, resumes and writes nothing: no status, apply, finalizer or Event", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const lead = await leader();
+  const victim = replicas.find((replica) => replica !== lead && alive(replica))!;
+  const ring = await liveRing();
+  const member = (await liveMembers()).find((name) => name.startsWith(`replica-${victim.letter}-`))!;
+  // A new App the ring puts on the victim: its first reconcile, once assigned, passes the ownership check and freezes.
+  const name = Array.from({ length: 1_000 }, (_, i) => `freeze-${victim.letter}-${i}`).find((candidate) => ring.owner(ringKey("App", namespace, candidate)) === member)!;
+  await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await eventually(`replica ${victim.letter} frozen at the failpoint`, async () => stoppedInTree(victim) || undefined, 60_000);
+  // The rest of its tree too (its engines of other objects), as a frozen VM stops all of it.
+  signalTree(victim, "SIGSTOP");
+  const frozenAt = Date.now();
+  // Meanwhile its lease lapses and its objects move; the new owner applies this one, changed.
+  await setReplicas(workloads, name, 3);
+  await eventually(`${name} Ready at 3 replicas on another replica`, async () => {
+    const object = await workloads.get("App", namespace, name);
+    const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && object.status?.observedGeneration === object.metadata.generation;
+    const deployment = await cluster().apps.readNamespacedDeployment({ name, namespace }).catch(() => undefined);
+    return ready && !ownedBy(object, victim) && deployment?.spec?.replicas === 3 ? object : undefined;
+  }, 300_000);
+  const settledStatus = (await workloads.get("App", namespace, name)).status;
+  signalTree(victim, "SIGCONT");
+  // It resumes inside the reconcile, past the check: every write it then tries is refused before it is sent, and it exits.
+  await eventually("the frozen replica to exit", async () => (alive(victim) ? undefined : true), 60_000);
+  const late = [...log!.writes, ...log!.otherWrites].filter((write) => write.user === victim.user && write.at >= frozenAt);
+  assert.deepEqual(late, [], "the frozen replica wrote after it resumed");
+  const object = await workloads.get("App", namespace, name);
+  assert.deepEqual(object.status?.conditions, settledStatus?.conditions, "the frozen replica's status write went through");
+  assert.equal((await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.replicas, 3, "the change made while it was frozen was lost");
+  assertNoInterleaving();
+  await workloads.delete("App", namespace, name);
+  await workloads.gone("App", namespace, name);
 });
 
 test("a deleted object is finalized by its owner: its children and its stack go", async () => {

@@ -2,8 +2,10 @@
 // webhook that allows everything and records each Deployment and Service create, update and delete
 // (dry runs left out) with the request's user. With a client certificate per operator replica
 // (replicaKubeconfig), a test tells the replicas apart and checks that no object was written by two
-// of them in overlapping windows. It can also hold one user's status write of an App, to stop a
-// reconcile at a known point (right before its Pulumi update).
+// of them in overlapping windows. It also records the writes of the Apps themselves (labels,
+// finalizers, status) and of Events, so that a test can check that a replica wrote nothing at all
+// past a moment; and it can hold one user's status write of an App, to stop a reconcile at a known
+// point (right before its Pulumi update).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import yaml from "js-yaml";
@@ -33,6 +35,8 @@ interface Request {
 
 export interface WriteLog {
   readonly writes: readonly Write[];
+  /** Writes of the Apps themselves (apps/NAME: labels, finalizers; apps/NAME/status) and of Events (events/NAME). */
+  readonly otherWrites: readonly Write[];
   /** Holds the next status write of App `name` by `user` until released; `held` resolves once one waits. */
   holdStatusWrite(user: string, name: string): { held: Promise<void>; release(): void };
   remove(): Promise<void>;
@@ -53,6 +57,7 @@ const probeName = "write-log-probe";
 
 export async function recordWrites(local: ClusterFiles, namespace: string): Promise<WriteLog> {
   const writes: Write[] = [];
+  const otherWrites: Write[] = [];
   const holds: { user: string; name: string; settle: () => void; waiting: (() => void)[]; released: boolean }[] = [];
   const operations = ["CREATE", "UPDATE", "DELETE"];
   const webhook = await serveAdmission<Request>(
@@ -66,25 +71,32 @@ export async function recordWrites(local: ClusterFiles, namespace: string): Prom
       rules: [
         { apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations, scope: "Namespaced" },
         { apiGroups: [""], apiVersions: ["v1"], resources: ["services"], operations, scope: "Namespaced" },
-        { apiGroups: ["appstack.dev"], apiVersions: ["*"], resources: ["apps/status"], operations: ["UPDATE"], scope: "Namespaced" },
+        { apiGroups: ["appstack.dev"], apiVersions: ["*"], resources: ["apps", "apps/status"], operations: ["UPDATE"], scope: "Namespaced" },
+        { apiGroups: [""], apiVersions: ["v1"], resources: ["events"], operations, scope: "Namespaced" },
       ],
       probe: { name: probeName },
     },
     (request, answer) => {
       const allow = () => answer({ allowed: true });
       const user = request.userInfo?.username ?? "";
+      if (request.resource.resource === "events" || request.resource.resource === "apps") {
+        const object = `${request.resource.resource}/${request.name}${request.subResource ? `/${request.subResource}` : ""}`;
+        if (!request.dryRun) otherWrites.push({ at: Date.now(), user, operation: request.operation, object });
+      }
       if (request.resource.resource === "apps" && request.subResource === "status") {
         const hold = holds.find((h) => !h.released && h.user === user && h.name === request.name);
         if (!hold) return allow();
         hold.waiting.push(allow);
         return hold.settle();
       }
+      if (request.resource.resource === "events" || request.resource.resource === "apps") return allow();
       if (!request.dryRun && !request.subResource) writes.push({ at: Date.now(), user, operation: request.operation, object: `${request.resource.resource}/${request.name}` });
       allow();
     },
   );
   return {
     writes,
+    otherWrites,
     holdStatusWrite(user, name) {
       let settle!: () => void;
       const held = new Promise<void>((resolve) => (settle = resolve));
