@@ -10,6 +10,7 @@ import type { Logger } from "../base/log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import type { EngineBinaries } from "../pulumi/engine.ts";
 import { PlanStore } from "../pulumi/plans.ts";
+import { stateStore } from "../pulumi/state-store.ts";
 import { WorkQueue } from "../controller/queue.ts";
 import { Reconciler } from "../controller/reconcile.ts";
 import { ShardFence } from "../controller/shard-fence.ts";
@@ -75,8 +76,9 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
     paused: true,
   });
   const watcher = new Watcher(clients, config.namespaces, queue, log, config.watchTimeoutMs, shard?.member);
-  // Beside the stack state, so that a plan outlives a restart wherever the state does.
-  const plans = new PlanStore(join(config.stateDir, "plans"), io);
+  // In the stack backend, which every replica reads (a cloud bucket's aside, which the operator
+  // does not read itself): a plan outlives a restart and a move wherever the state does.
+  const plans = new PlanStore(join(config.stateDir, "plans"), io, stateStore(config.backendUrl, io));
   const bindingGuard = new BindingGuard(clients, config.rbacBinding, log);
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard, podStartTimeoutMs: config.podStartTimeoutMs,
     ...(shard ? { shard: new ShardFence({ clients, member: shard.member, holdsLease: shard.holdsLease, log, ...(shard.onDrained ? { onDrained: shard.onDrained } : {}) }) } : {}) });

@@ -257,14 +257,19 @@ function stoppedInTree(replica: Replica): boolean {
   return [root, ...processesUnder(root)].some((pid) => processStat(pid)?.fields[0] === "T");
 }
 
-test("a replica frozen right after its ownership check, past its lease, resumes and writes nothing: no status, apply, finalizer or Event", async () => {
+test("a replica frozen right after its ownership check, past its lease, resumes and writes nothing (no status, apply, finalizer or Event); its Preview App's plan is approved and applied by the new owner", async () => {
   const workloads = new Workloads(cluster().cluster.kubeconfig);
   const lead = await leader();
   const victim = replicas.find((replica) => replica !== lead && alive(replica))!;
   const ring = await liveRing();
   const member = (await liveMembers()).find((name) => name.startsWith(`replica-${victim.letter}-`))!;
+  const onVictim = (prefix: string) => Array.from({ length: 1_000 }, (_, i) => `${prefix}-${victim.letter}-${i}`).find((candidate) => ring.owner(ringKey("App", namespace, candidate)) === member)!;
+  // A Preview App the victim previews: its plan waits for approval when the victim freezes.
+  const gated = onVictim("gated");
+  await workloads.create({ kind: "App", metadata: { name: gated, namespace }, spec: { image: "nginx:1.27", replicas: 1, updatePolicy: "Preview" } });
+  const { preview } = await workloads.previewOf("App", namespace, gated);
   // A new App the ring puts on the victim: its first reconcile, once assigned, passes the ownership check and freezes.
-  const name = Array.from({ length: 1_000 }, (_, i) => `freeze-${victim.letter}-${i}`).find((candidate) => ring.owner(ringKey("App", namespace, candidate)) === member)!;
+  const name = onVictim("freeze");
   await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
   await eventually(`replica ${victim.letter} frozen at the failpoint`, async () => stoppedInTree(victim) || undefined, 60_000);
   // The rest of its tree too (its engines of other objects), as a frozen VM stops all of it.
@@ -278,6 +283,14 @@ test("a replica frozen right after its ownership check, past its lease, resumes 
     const deployment = await cluster().apps.readNamespacedDeployment({ name, namespace }).catch(() => undefined);
     return ready && !ownedBy(object, victim) && deployment?.spec?.replicas === 3 ? object : undefined;
   }, 300_000);
+  // The victim's plan, approved once another replica owns the App: applied there, as previewed.
+  await eventually(`${gated} owned by a live replica`, async () => {
+    const object = await workloads.get("App", namespace, gated);
+    return owner(object) && !ownedBy(object, victim) && !object.metadata.labels?.[shardDrainLabel] ? object : undefined;
+  }, 300_000);
+  await workloads.approve("App", namespace, gated, preview.planId);
+  const applied = await workloads.ready("App", namespace, gated, 300_000);
+  assert.equal(applied.status?.stack?.appliedPlan, preview.planId, "the new owner applied the victim's plan, not a fresh preview");
   const settledStatus = (await workloads.get("App", namespace, name)).status;
   signalTree(victim, "SIGCONT");
   // It resumes inside the reconcile, past the check: every write it then tries is refused before it is sent, and it exits.
@@ -288,8 +301,8 @@ test("a replica frozen right after its ownership check, past its lease, resumes 
   assert.deepEqual(object.status?.conditions, settledStatus?.conditions, "the frozen replica's status write went through");
   assert.equal((await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.replicas, 3, "the change made while it was frozen was lost");
   assertNoInterleaving();
-  await workloads.delete("App", namespace, name);
-  await workloads.gone("App", namespace, name);
+  for (const app of [name, gated]) await workloads.delete("App", namespace, app);
+  for (const app of [name, gated]) await workloads.gone("App", namespace, app);
 });
 
 test("a deleted object is finalized by its owner: its children and its stack go", async () => {

@@ -1,7 +1,7 @@
 // Previews without an engine: the approval gate's rules, the engine events turned into steps, and
 // the plan store's naming and clean-up.
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -15,6 +15,7 @@ import { gate, type GateInput } from "../../operator/controller/approval.ts";
 import { previewBasis } from "../../operator/controller/drift.ts";
 import { PlanStore } from "../../operator/pulumi/plans.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
+import { FileStore } from "../../operator/pulumi/state-store.ts";
 import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/pulumi/preview-steps.ts";
 
 const basis = previewBasis(3, ["Deployment web: spec.replicas: 1, want 3"]);
@@ -141,3 +142,29 @@ test("plans are named by their content, only the newest is kept, and ids that ar
   await store.discard("app.ns.web");
   assert.equal(await store.find("app.ns.web", secondId), undefined);
 });
+
+test("a plan one replica previewed is found by another through the backend they share, and only the newest", async () => {
+  const backend = mkdtempSync(join(tmpdir(), "appstack-plans-backend-"));
+  after(() => rmSync(backend, { recursive: true, force: true }));
+  const io = new StateIo(60_000);
+  const shared = new FileStore(backend, io);
+  const a = new PlanStore(mkdtempSync(join(plansDir, "a-")), io, shared);
+  const b = new PlanStore(mkdtempSync(join(plansDir, "b-")), io, shared);
+  const draft = await a.draft("app.ns.web");
+  writeFileSync(draft, '{"plan":"a"}');
+  const id = await a.commit("app.ns.web", draft);
+  const found = await b.find("app.ns.web", id);
+  assert.ok(found, "the other replica finds the plan");
+  assert.equal(readFileSync(found, "utf8"), '{"plan":"a"}');
+  assert.deepEqual(readdirSync(join(backend, ".appstack", "plans", "app.ns.web")), [`${id}.json`]);
+
+  // B previews anew: A's copy of the old plan no longer counts.
+  const newer = await b.draft("app.ns.web");
+  writeFileSync(newer, '{"plan":"b"}');
+  const newerId = await b.commit("app.ns.web", newer);
+  assert.equal(await a.find("app.ns.web", id), undefined, "a replaced plan is refused, though a local copy remains");
+  assert.ok(await a.find("app.ns.web", newerId));
+  await a.discard("app.ns.web");
+  assert.equal(await b.find("app.ns.web", newerId), undefined, "discarded for every replica");
+});
+
