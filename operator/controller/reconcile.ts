@@ -19,7 +19,7 @@ import { awaiting, Previewing } from "./previewing.ts";
 import { maxUnreadableRetryMs } from "./namespace-availability.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
 import { Update } from "./update.ts";
-import { parseKey, readWorkload, WriteFenced, type KubeClients } from "../kube/clients.ts";
+import { isConflict, parseKey, readWorkload, WriteFenced, type KubeClients } from "../kube/clients.ts";
 import { failpoint } from "../base/failpoints.ts";
 import type { Logger } from "../base/log.ts";
 import type { PlanStore } from "../pulumi/plans.ts";
@@ -34,6 +34,9 @@ import type { Watcher } from "./watch.ts";
 
 /** An App and a Memcached of one name want the same children: one reconciles at a time. */
 const sameNameRetryMs = 1_000;
+
+/** A write refused because the object changed since the cache read it: tried again once the cache has caught up. */
+const conflictRetryMs = 1_000;
 
 export interface ReconcilerDeps {
   readonly clients: KubeClients;
@@ -139,7 +142,16 @@ export class Reconciler {
 
   private async reconcileObject(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
     if (object.metadata.deletionTimestamp) return this.deletion.finalize(object, stack, key, log);
-    if (!hasFinalizer(object)) object.metadata = (await this.deps.bindingGuard.guarded(object.metadata.namespace, () => addFinalizer(this.deps.clients, object))).metadata;
+    if (!hasFinalizer(object)) {
+      const added = await this.deps.bindingGuard.guarded(object.metadata.namespace, () => addFinalizer(this.deps.clients, object)).catch((error: unknown) => {
+        // Changed since the cache read it (another controller's finalizer, say): not a failure;
+        // its watch event, or this retry, brings the object back read afresh.
+        if (isConflict(error)) return undefined;
+        throw error;
+      });
+      if (!added) return { outcome: "requeued", requeueAfterMs: conflictRetryMs };
+      object.metadata = added.metadata;
+    }
 
     const observed = await this.children.observe(object);
     if (observed.conflicts.length) return this.reporter.conflict(object, stack, key, observed, log);

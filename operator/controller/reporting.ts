@@ -163,8 +163,10 @@ export class Reporter {
     const { attempt, delayMs } = this.deps.backoff(key);
     this.deps.log.error("reconcile failed", { object: key, reason, attempt, retryInMs: delayMs, error: briefError(error), ...(reason === "InternalError" && error instanceof Error ? { stack: error.stack } : {}) });
     const objectKey = parseKey(key);
-    const object = this.deps.watcher.workload(objectKey.kind, objectKey.namespace, objectKey.name);
-    if (!object) return;
+    const cached = this.deps.watcher.workload(objectKey.kind, objectKey.namespace, objectKey.name);
+    if (!cached) return;
+    // From the status last written, as a reconcile starts: the cache may not show an `up`'s report yet.
+    const object = { ...cached, status: this.statusFor(cached) } as Workload;
     this.deps.events.record(object, "Warning", "ReconcileFailed", message);
     const stack = retrying(stackStatusOf(object, stackName(objectKey.kind, objectKey.namespace, objectKey.name)), attempt, delayMs);
     const deployment = (await this.deps.children.observe(object).catch(() => undefined))?.deployment;

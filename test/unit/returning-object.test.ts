@@ -145,7 +145,7 @@ class Replica {
     } as unknown as Watcher;
     this.driver = new StackDriver({ backendUrl, pulumiHome: join(dir, member, "home"), passphrase: "test", binaries: {} as EngineBinaries, workDir: join(dir, member, "work") }, log);
     const shard = new ShardFence({ clients, member, holdsLease: () => true, log });
-    const bindingGuard = { releaseOwed: () => false } as unknown as BindingGuard;
+    const bindingGuard = { releaseOwed: () => false, guarded: (_namespace: string, write: () => Promise<unknown>) => write() } as unknown as BindingGuard;
     // podStartTimeoutMs: the operator's setting; no pod plays a part here.
     const deps = { clients, watcher, driver: this.driver, plans: {} as PlanStore, events: new EventRecorder(clients, log), log, backoff: () => ({ attempt: 1, delayMs: 1_000 }), bindingGuard, shard, podStartTimeoutMs: 300_000 };
     this.reconciler = new Reconciler(deps);
@@ -281,5 +281,24 @@ test("an Event the replica recorded before the object left is recorded again aft
   await move(api, c, a);
   await a.reconcile();
   assert.equal(api.events, 2, "after its stay with C, A says again that the Deployment is paused");
+});
+
+test("a first finalizer refused because the object changed since the cache read it is tried again soon, not reported as a failure", async () => {
+  const api = new FakeApi();
+  const a = new Replica(api, "replica-a", backend("finalizer").url);
+  const bare = structuredClone(api.object);
+  bare.metadata.finalizers = undefined;
+  api.writeStatus(bare.status!);
+  api.versions[api.versions.length - 1]!.metadata.finalizers = undefined;
+  a.sync();
+  // Another controller adds its finalizer before A's patch arrives: A's read is one version behind.
+  const theirs = structuredClone(api.object);
+  theirs.metadata.finalizers = ["other.example/cleanup"];
+  api.label(theirs.metadata.labels!);
+  api.versions[api.versions.length - 1]!.metadata.finalizers = ["other.example/cleanup"];
+  const before = { events: api.events, statusWrites: api.statusWrites };
+  assert.equal(await a.reconcile(), "requeued");
+  assert.deepEqual(api.object.metadata.finalizers, ["other.example/cleanup"], "the other controller's finalizer stays");
+  assert.deepEqual({ events: api.events, statusWrites: api.statusWrites }, before, "no ReconcileFailed Event, no Stalled status for a lost race");
 });
 
