@@ -9,6 +9,7 @@ import type { App, Memcached } from "../../crds/types.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, eventWithReason as eventWithReasonOf, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { kstatus } from "../helpers/kstatus.ts";
 import { disposeOperator, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -214,6 +215,32 @@ test("a failing object goes Stalled with the engine's message while another stil
   assert.ok(stalled.status?.stack?.nextRetryTime);
   await eventWithReason("capped", "refused", "StackUpdateFailed");
   await workloads.ready("App", "team-a", "fine");
+});
+
+/** Stalled FailedCreate within a minute, in the API server's words, for the generation it is at, read Failed by kstatus, with an Event. */
+async function refusedByPodSecurity(namespace: string, name: string): Promise<void> {
+  const started = Date.now();
+  const stalled = await workloads.condition("App", namespace, name, "Stalled", "True", 60_000);
+  assert.ok(Date.now() - started < 60_000);
+  const { reason, message } = stalled.status!.conditions!.find((c) => c.type === "Stalled")!;
+  assert.equal(reason, "FailedCreate");
+  assert.match(message, new RegExp(`^the API server refuses the pods: pods "${name}-[a-z0-9]+-[a-z0-9]+" is forbidden: violates PodSecurity "restricted:latest": `));
+  assert.equal(stalled.status!.observedGeneration, stalled.metadata.generation, "Stalled speaks for the current generation");
+  assert.equal(kstatus(stalled).status, "Failed");
+  await eventWithReason(namespace, name, "FailedCreate");
+}
+
+test("pods Pod Security refuses: Stalled FailedCreate within a minute in the API server's words, read Failed by kstatus; podSecurity Restricted makes the App Ready there", async () => {
+  await cluster().core.createNamespace({ body: { metadata: { name: "hardened", labels: { "pod-security.kubernetes.io/enforce": "restricted" } } } });
+  await workloads.create(app("rooted", "hardened", { image: "nginx:1.27", replicas: 2 }));
+  await refusedByPodSecurity("hardened", "rooted");
+  // The fix a person makes: the pods meet restricted (kwok's nodes run any image as any user).
+  await workloads.mergeSpec("App", "hardened", "rooted", { podSecurity: { profile: "Restricted", runAsUser: 10001 } });
+  const ready = await workloads.ready("App", "hardened", "rooted");
+  assert.equal(kstatus(ready).status, "Current");
+  const pods = await podsOf("hardened", { "app.kubernetes.io/instance": "rooted" });
+  assert.equal(pods.length, 2);
+  for (const { spec } of pods) assert.deepEqual([spec!.securityContext!.runAsNonRoot, spec!.containers[0]!.securityContext!.allowPrivilegeEscalation], [true, false]);
 });
 
 test("a Memcached lists its pods in status.nodes", async () => {
