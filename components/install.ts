@@ -72,6 +72,8 @@ export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.Pol
 export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulumi.Input<string>, rbacBinding?: string): k8s.types.input.core.v1.EnvVar[] {
   return [
     { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+    // Where the replicas' pods are, whatever the Lease's namespace: a stack lock is judged by them (operator/kube/peer-pods.ts).
+    { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
     { name: "APPSTACK_HEALTH_ADDR", value: `:${healthPort}` },
     { name: "APPSTACK_STATE_DIR", value: statePath },
     { name: "APPSTACK_CONCURRENCY", value: String(args.parallelism ?? 3) },
@@ -155,9 +157,11 @@ export class AppstackInstall extends pulumi.ComponentResource {
       rules: [
         // Sharded, the leader lists every replica's shard Lease, and deletes a dead replica's (docs/sharding.md).
         { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: replicas > 1 ? ["get", "list", "create", "update", "delete"] : ["get", "create", "update"] },
-        // The replicas' pods: a new leader breaks a dead replica's stack lock once its pod is gone
-        // (operator/kube/peer-pods.ts). A namespace-scoped install's role does not cover this namespace.
+        // The replicas' pods: a new leader breaks a dead replica's stack lock once its pod is gone,
+        // and only a pod of this install's ReplicaSets (operator/kube/peer-pods.ts). A
+        // namespace-scoped install's role does not cover this namespace.
         { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+        { apiGroups: ["apps"], resources: ["replicasets"], verbs: ["list"] },
       ],
     }, { parent: this });
     new k8s.rbac.v1.RoleBinding(`${name}-leases`, {

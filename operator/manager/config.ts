@@ -37,6 +37,8 @@ export interface OperatorConfig {
   readonly rbacBinding?: string;
   /** The pod this replica runs in (POD_NAME, from the downward API); undefined outside one. */
   readonly podName?: string;
+  /** That pod's namespace (POD_NAMESPACE, else the service account's namespace file): where the replicas' pods are, whatever the Lease's namespace. */
+  readonly podNamespace?: string;
   /** How long a SIGTERM waits for running Pulumi operations before the process exits anyway. */
   readonly shutdownGraceMs: number;
   /** How long one Pulumi operation may take before it is cancelled. */
@@ -132,10 +134,23 @@ function healthAddress(text: string): { healthHost: string; healthPort: number }
 /** A setting's value: its flag if given, else its environment variable. */
 type Setting = (name: keyof OperatorFlags, variable: string) => string | undefined;
 
+/** The namespace of the pod this process runs in, as its service account's token mount says; undefined outside a pod. */
+function serviceAccountNamespace(): string | undefined {
+  return existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, "utf8").trim() : undefined;
+}
+
+/** The pod this replica runs in: POD_NAME, and POD_NAMESPACE or the service account's namespace. */
+function ownPod(env: Env): Pick<OperatorConfig, "podName" | "podNamespace"> {
+  const podName = env["POD_NAME"];
+  if (!podName) return {};
+  const podNamespace = env["POD_NAMESPACE"] ?? serviceAccountNamespace();
+  return podNamespace ? { podName, podNamespace } : { podName };
+}
+
 function leaderElection(setting: Setting, env: Env): OperatorConfig["leaderElection"] {
   const enabled = (setting("leader-elect", "APPSTACK_LEADER_ELECT") ?? "true") !== "false";
   if (!enabled) return undefined;
-  const inCluster = existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, "utf8").trim() : undefined;
+  const inCluster = serviceAccountNamespace();
   return {
     namespace: env["APPSTACK_LEASE_NAMESPACE"] ?? inCluster ?? "default",
     name: env["APPSTACK_LEASE_NAME"] ?? "appstack-operator",
@@ -185,7 +200,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
     ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
     ...elections(setting, env),
-    ...(env["POD_NAME"] ? { podName: env["POD_NAME"] } : {}),
+    ...ownPod(env),
     ...(env["APPSTACK_RBAC_BINDING"] ? { rbacBinding: env["APPSTACK_RBAC_BINDING"] } : {}),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,
     operationTimeoutMs: positiveInt(setting("operation-timeout-seconds", "APPSTACK_OPERATION_TIMEOUT_SECONDS"), 300, "operation timeout") * 1000,

@@ -5,7 +5,8 @@ import { redactUrl } from "../base/redact.ts";
 import { BindingGuard } from "../controller/binding-guard.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { briefError, fenceWrites, kubeClients, type KubeClients } from "../kube/clients.ts";
-import { peerPodCheck } from "../kube/peer-pods.ts";
+import { installPodCheck, type PodApi } from "../kube/peer-pods.ts";
+import type { HolderCheck } from "../base/lock-holders.ts";
 import type { Logger } from "../base/log.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import type { EngineBinaries } from "../pulumi/engine.ts";
@@ -37,6 +38,16 @@ export interface ShardMembership {
 }
 
 /**
+ * How a lock of another host is judged: by this install's pods, in this replica's own pod's
+ * namespace (not the Lease's, which may be another; peer-pods.ts). Outside a pod (the local run),
+ * or without leader election, nothing proves another host's holder gone.
+ */
+export function otherHostCheck(config: OperatorConfig, api: PodApi): { otherHost?: HolderCheck } {
+  if (!config.leaderElection || !config.podName || !config.podNamespace) return {};
+  return { otherHost: installPodCheck(api, { name: config.podName, namespace: config.podNamespace }) };
+}
+
+/**
  * `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running.
  * `shard`: sharded, this replica watches and reconciles only the objects labelled for it.
  */
@@ -57,8 +68,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
       workDir: await prepareWorkDir(workDir, config.backendUrl, io),
       operationTimeoutMs: config.operationTimeoutMs,
       historyLimit: config.historyLimit,
-      // Replicas run in pods of the lease's namespace: a lock of another host is one of theirs.
-      ...(config.leaderElection ? { otherHost: peerPodCheck(clients.core, config.leaderElection.namespace) } : {}),
+      ...otherHostCheck(config, clients),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
       // No Pulumi process starts once the shard lease is not held: a replica frozen past it writes nothing.
       ...(shard ? { mayOperate: shard.holdsLease } : {}),

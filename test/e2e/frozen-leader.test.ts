@@ -1,8 +1,9 @@
 // A leader frozen mid-update (a paused VM: the operator, its engine and its plugins stop; nothing
 // is killed) past its lease, on a state folder shared by every replica. The next leader must not
 // break the frozen leader's stack lock: the frozen engine may resume at any moment and write the
-// stack. Each replica has a hostname of its own, as a pod has, and a pod of that name in the
-// lease's namespace (kwok runs it), which is how the next leader tells whether the holder is gone.
+// stack. Each replica has a hostname of its own, as a pod has: the name of one of the pods of a
+// Deployment (kwok runs them), which is how the next leader tells that the holder is a replica of
+// its install, and whether it is gone.
 // - The frozen leader resumes: it finds its lease lost, kills its engine, removes its own lock and
 //   exits; the new leader then finishes the update.
 // - The frozen leader never resumes (killed while frozen): its lock stays while its pod still
@@ -18,12 +19,17 @@ import { httpGet } from "../helpers/http.ts";
 import { processesUnder } from "../helpers/proctree.ts";
 
 const namespace = "default";
-const hosts = ["appstack-frozen-a", "appstack-frozen-b", "appstack-frozen-c"] as const;
+/** The names of the install's pods, one per replica: a, b and c. */
+let hosts: string[] = [];
 const replicas: OperatorProcess[] = [];
-const cluster = useCluster(async ({ core }) => {
-  // The replicas' pods, running before any lock is taken.
-  for (const name of hosts) await core.createNamespacedPod({ namespace, body: { metadata: { name }, spec: { containers: [{ name: "operator", image: "appstack:test" }] } } });
-  for (const name of hosts) await eventually(`pod ${name} running`, async () => ((await core.readNamespacedPod({ name, namespace })).status?.containerStatuses?.[0]?.state?.running ? true : undefined));
+const cluster = useCluster(async ({ core, apps }) => {
+  // The install's pods, running before any lock is taken.
+  const labels = { "app.kubernetes.io/name": "appstack-operator" };
+  await apps.createNamespacedDeployment({ namespace, body: { metadata: { name: "appstack-operator" }, spec: { replicas: 3, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "operator", image: "appstack:test" }] } } } } });
+  hosts = await eventually("the install's three pods running", async () => {
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: "app.kubernetes.io/name=appstack-operator" })).items;
+    return pods.length === 3 && pods.every((pod) => pod.status?.containerStatuses?.[0]?.state?.running) ? pods.map((pod) => pod.metadata!.name!).sort() : undefined;
+  });
 });
 after(async () => {
   // A replica left frozen by a failed test would never answer the SIGTERM that stops it.
@@ -32,7 +38,7 @@ after(async () => {
 });
 
 async function startReplica(hostname: string, stateDir?: string): Promise<OperatorProcess> {
-  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, ...(stateDir ? { stateDir } : {}) });
+  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, env: { POD_NAMESPACE: namespace }, ...(stateDir ? { stateDir } : {}) });
   replicas.push(replica);
   return replica;
 }
@@ -74,7 +80,7 @@ async function appliedBy(workloads: Workloads, name: string): Promise<void> {
 
 test("a leader frozen mid-update keeps its stack lock until it is provably gone: no second engine writes the stack", { timeout: 10 * 60_000 }, async () => {
   const workloads = new Workloads(cluster().cluster.kubeconfig);
-  const [a, b, c] = hosts;
+  const [a, b, c] = hosts as [string, string, string];
   const first = await startReplica(a);
   await eventually(`${a} to lead`, () => leads(first), 60_000);
   const second = await startReplica(b, first.stateDir);

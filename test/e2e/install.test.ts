@@ -240,30 +240,36 @@ test("a namespace-scoped install: a watched namespace that is gone holds neither
 
 test("a namespace-scoped install: a new leader breaks the stack lock of a replica whose pod is gone", async () => {
   assert.ok(scoped, "the namespace-scoped install failed");
-  const { cluster: local } = cluster();
+  const { cluster: local, core } = cluster();
   const rbac = loadKubeConfig(local.kubeconfig).makeApiClient(RbacAuthorizationV1Api);
   const workloads = new Workloads(local.kubeconfig);
   const replicas: OperatorProcess[] = [];
   const replica = async (hostname: string) => {
-    // Only tenant-b: what this test is about.
-    replicas.push(await startOperatorProcess(scoped!.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_NAMESPACES: "tenant-b" }, installApi: false, stateDir: scoped!.operatorState, hostname }));
+    // Only tenant-b: what this test is about. Each replica runs as one of the install's pods would: its hostname is that pod's name.
+    replicas.push(await startOperatorProcess(scoped!.tokenKubeconfig, { env: { ...scopedEnv, APPSTACK_NAMESPACES: "tenant-b", POD_NAMESPACE: scopedNamespace }, installApi: false, stateDir: scoped!.operatorState, hostname }));
     return replicas.at(-1)!;
   };
+  /** The install's running pod, other than `but`. */
+  const installPod = (but?: string) => eventually("the install's pod running", async () => {
+    const pods = (await core.listNamespacedPod({ namespace: scopedNamespace, labelSelector: "app.kubernetes.io/name=appstack-operator" })).items;
+    return pods.find((pod) => pod.metadata?.name !== but && !pod.metadata?.deletionTimestamp && pod.status?.containerStatuses?.[0]?.state?.running)?.metadata?.name;
+  });
   try {
-    // Killed mid-update (its Deployment create held): its stack lock stays, naming its host. Pod
-    // appstack-peer-a never existed, which is what a deleted pod looks like.
-    const dead = await replica("appstack-peer-a");
+    // Killed mid-update (its Deployment create held): its stack lock stays, naming its host, a pod of the install.
+    const deadPod = await installPod();
+    const dead = await replica(deadPod);
     const hold = await holdWrites(local, "deployments", "CREATE", "tenant-b", "locked");
     await workloads.create({ kind: "App", metadata: { name: "locked", namespace: "tenant-b" }, spec: { image: "nginx:1.27", replicas: 1 } });
     await hold.held;
     await dead.stop("SIGKILL");
     const holders = lockFiles(scoped.operatorState).filter((file) => file.endsWith(".json")).map((file) => (JSON.parse(readFileSync(file, "utf8")) as { hostname: string }).hostname);
-    assert.deepEqual(holders, ["appstack-peer-a"]);
+    assert.deepEqual(holders, [deadPod]);
     await hold.release();
-    // The dead leader's Lease, deleted to spare the test its 15 s expiry; not what is tested.
+    // Its pod gone (its ReplicaSet starts another); the dead leader's Lease deleted to spare the test its 15 s expiry.
+    await core.deleteNamespacedPod({ name: deadPod, namespace: scopedNamespace, gracePeriodSeconds: 0 });
     await loadKubeConfig(local.kubeconfig).makeApiClient(CoordinationV1Api).deleteNamespacedLease({ name: "appstack-operator", namespace: scopedNamespace });
-    await replica("appstack-peer-b");
-    // The new leader read pod appstack-peer-a (not found: the lock's engine is gone) and broke its lock.
+    await replica(await installPod(deadPod));
+    // The new leader read the dead pod (not found, and named by the install's ReplicaSet: the lock's engine is gone) and broke its lock.
     await workloads.ready("App", "tenant-b", "locked", 90_000);
     assert.deepEqual((await rbac.readNamespacedRoleBinding({ name: binding, namespace: "tenant-b" })).metadata?.finalizers, [rbacInUseFinalizer]);
     // The operator's token may change that binding's finalizers (it just did), not whom it grants.

@@ -90,6 +90,9 @@ test("a namespace-scoped install may touch its own binding only (its finalizers)
   assert.deepEqual(policy.matchConditions.map((c) => c.expression), ["request.userInfo.username == 'system:serviceaccount:appstack-system:appstack-operator'"]);
   const own = (await inputsOf(scoped, "kubernetes:rbac.authorization.k8s.io/v1:Role", "scoped-leases"))["rules"] as { resources: string[]; verbs: string[] }[];
   assert.deepEqual(own.find((rule) => rule.resources.includes("pods"))?.verbs, ["get"]);
+  // ...and its ReplicaSets, to tell whether a stack lock's holder is one of its pods (operator/kube/peer-pods.ts).
+  assert.deepEqual(own.find((rule) => rule.resources.includes("replicasets"))?.verbs, ["list"]);
+  assert.ok(spec.template.spec.containers[0]?.env.some((e) => e.name === "POD_NAMESPACE"));
 
   // All namespaces: no binding of its own to keep, so no right on bindings.
   const clusterWide = new install.AppstackInstall("wide", { passphrase: "p" });
