@@ -99,9 +99,9 @@ async function drivers(config: OperatorConfig, scratch: string) {
   const engine = { pulumiHome: join(scratch, "pulumi-home"), binaries: engineBinaries(), ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}) };
   const backendUnused = config.backendUrl.startsWith("file:") && !existsSync(fileURLToPath(config.backendUrl));
   const io = new StateIo(config.operationTimeoutMs);
-  const configured = backendUnused ? undefined : new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: await prepareWorkDir(join(scratch, "configured"), config.backendUrl, io) }, log);
+  const configured = backendUnused ? undefined : new StackDriver({ ...engine, backendUrl: config.backendUrl, passphrase: config.passphrase, workDir: await prepareWorkDir(join(scratch, "configured"), io) }, log);
   const emptyBackend = pathToFileURL(mkdtempSync(join(scratch, "backend-"))).href;
-  const empty = new StackDriver({ ...engine, backendUrl: emptyBackend, passphrase: "preview", workDir: await prepareWorkDir(join(scratch, "new"), emptyBackend, io) }, log);
+  const empty = new StackDriver({ ...engine, backendUrl: emptyBackend, passphrase: "preview", workDir: await prepareWorkDir(join(scratch, "new"), io) }, log);
   return { configured, empty };
 }
 

@@ -65,7 +65,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
       passphrase: config.passphrase,
       pulumiHome,
       binaries,
-      workDir: await prepareWorkDir(workDir, config.backendUrl, io),
+      workDir: await prepareWorkDir(workDir, io),
       operationTimeoutMs: config.operationTimeoutMs,
       historyLimit: config.historyLimit,
       ...otherHostCheck(config, clients),

@@ -140,7 +140,9 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
     pulumiCommand: await pulumiCommand(settings.pulumiHome, io, settings.binaries.cliRoot),
     pulumiHome: settings.pulumiHome,
     secretsProvider: secretsProviderUrl,
-    projectSettings: { name: projectName, runtime: "nodejs", backend: { url: settings.backendUrl } },
+    // No backend here: a workspace writes its project settings to Pulumi.yaml, and the URL may
+    // carry a password. The engines read it from PULUMI_BACKEND_URL below.
+    projectSettings: { name: projectName, runtime: "nodejs" },
     envVars: {
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       PULUMI_SKIP_UPDATE_CHECK: "true",

@@ -21,10 +21,15 @@ import { answerFromEvents } from "./summaries.ts";
 /** The stack the template of new stacks is made from: no object's (theirs are `<kind>.<namespace>.<name>`). */
 const templateStackName = "appstack-new-stack-template";
 
-/** A work folder stacks can share: Pulumi.yaml is written once here, never per operation. */
-export async function prepareWorkDir(workDir: string, backendUrl: string, io: StateIo): Promise<string> {
+/**
+ * A work folder stacks can share: Pulumi.yaml is written once here, never per operation. It names
+ * no backend: the URL may carry a password, and reaches the engines only through their environment
+ * (PULUMI_BACKEND_URL, engine.ts), never a file. Written afresh, so an earlier version's copy with
+ * the URL goes.
+ */
+export async function prepareWorkDir(workDir: string, io: StateIo): Promise<string> {
   await io.makeFolder(workDir);
-  await io.write(join(workDir, "Pulumi.yaml"), yaml.dump({ name: projectName, runtime: "nodejs", backend: { url: backendUrl } }));
+  await io.write(join(workDir, "Pulumi.yaml"), yaml.dump({ name: projectName, runtime: "nodejs" }));
   return workDir;
 }
 

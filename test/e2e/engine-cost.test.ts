@@ -86,7 +86,7 @@ test("the first new App costs `stack init` and `up`, later ones `up`, a change `
   process.env["KUBECONFIG"] = c.kubeconfig;
   const backendUrl = `file://${join(stateDir, "backend")}`;
   const log = createLogger({ level: "error", format: "json", write: () => undefined });
-  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", binaries: engineBinaries(), kubeconfig: c.kubeconfig, workDir: await prepareWorkDir(join(stateDir, "work"), backendUrl, new StateIo(60_000)) }, log);
+  const driver = new StackDriver({ backendUrl, pulumiHome: join(stateDir, "home"), passphrase: "cost", binaries: engineBinaries(), kubeconfig: c.kubeconfig, workDir: await prepareWorkDir(join(stateDir, "work"), new StateIo(60_000)) }, log);
   mkdirSync(join(stateDir, "backend"), { recursive: true });
   let app = (await workloads.create({ kind: "App", metadata: { name: "cost", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } })) as App;
 

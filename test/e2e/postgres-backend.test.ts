@@ -4,7 +4,7 @@
 // there as on files. Results come from the API server, and from Pulumi's table itself.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import pg from "pg";
 import type { HistoryRow } from "../../operator/cmd/history-cli.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { cacheRoot, repoRoot } from "../../toolchain/tools.ts";
 import { eventsOf, eventually, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { assertServicesDropped, assertUsersService, takeServiceNames } from "../helpers/taken-names.ts";
@@ -195,4 +195,37 @@ test("the database's password changed under a running operator: the App says the
   await workloads.delete("App", namespace, "pg-rotated");
   await workloads.gone("App", namespace, "pg-rotated");
   await operator.stop();
+});
+
+/** Every regular file below `dir` (symlinks not followed: the plugin links point into the toolchain). */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return filesUnder(path);
+    return entry.isFile() ? [path] : [];
+  });
+}
+
+test("the database's password is written to no file: not in the operator's state folder (workspace, engines' home, log), nor in the HOME and TMPDIR it and its engines use", async () => {
+  const password = new URL(server().url).password;
+  const stateDir = mkdtempSync(join(tmpdir(), "appstack-postgres-no-password-"));
+  // A pod's writable volumes are the state folder and /tmp; here HOME and TMPDIR lie in the state folder too.
+  const home = join(stateDir, "home");
+  const tmp = join(stateDir, "tmp");
+  for (const folder of [home, tmp]) mkdirSync(folder);
+  // The pinned binaries stay where they were built (found through HOME otherwise).
+  const operator = await startOperator({ ...singleEnv(), HOME: home, TMPDIR: tmp, APPSTACK_CACHE_DIR: cacheRoot() }, stateDir);
+  await workloads.create(app("pg-no-password", { image: "nginx:1.27", replicas: 1, port: 80 }));
+  await workloads.ready("App", namespace, "pg-no-password");
+  await workloads.mergeSpec("App", namespace, "pg-no-password", { image: "nginx:1.28" });
+  await eventually("the new image applied", async () => ((await deployment("pg-no-password"))?.spec?.template.spec?.containers[0]?.image === "nginx:1.28" ? true : undefined));
+  await workloads.ready("App", namespace, "pg-no-password");
+  const carrying = (files: string[]) => files.filter((file) => lstatSync(file).isFile() && readFileSync(file).includes(password));
+  const files = filesUnder(stateDir);
+  assert.ok(files.some((file) => file.endsWith("Pulumi.yaml")), "the scan reads the workspace");
+  assert.deepEqual(carrying(files), [], "files of a running operator carrying the password");
+  await workloads.delete("App", namespace, "pg-no-password");
+  await workloads.gone("App", namespace, "pg-no-password");
+  await operator.stop();
+  assert.deepEqual(carrying(filesUnder(stateDir)), [], "files of a stopped operator carrying the password");
 });

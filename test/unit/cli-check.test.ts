@@ -25,7 +25,7 @@ const backendUrl = pathToFileURL(join(dir, "backend")).href;
 // The deadline must leave the real CLI's `up` at the end room on a busy machine (2 s did not,
 // with a whole test suite running beside it); the hung check costs the test this long.
 const deadlineMs = 6_000;
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "cli-check-test", workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(deadlineMs)), operationTimeoutMs: deadlineMs, binaries: { cliRoot, kubernetesProvider: engineBinaries().kubernetesProvider } };
+const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "cli-check-test", workDir: await prepareWorkDir(join(dir, "work"), new StateIo(deadlineMs)), operationTimeoutMs: deadlineMs, binaries: { cliRoot, kubernetesProvider: engineBinaries().kubernetesProvider } };
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
 const program = () => Promise.resolve({ greeting: "hello" });

@@ -27,7 +27,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 mkdirSync(join(dir, "backend"));
 const backendUrl = pathToFileURL(join(dir, "backend")).href;
 const meta = join(dir, "backend", ".pulumi", "meta.yaml");
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "hung-backend-test", binaries: engineBinaries(), workDir: await prepareWorkDir(join(dir, "work"), backendUrl, new StateIo(2_000)), operationTimeoutMs: 2_000 };
+const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "hung-backend-test", binaries: engineBinaries(), workDir: await prepareWorkDir(join(dir, "work"), new StateIo(2_000)), operationTimeoutMs: 2_000 };
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
 const program = () => Promise.resolve({ greeting: "hello" });
@@ -103,7 +103,7 @@ test("with a backend other than files that never answers, stack ls (whether a st
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
   process.env["PULUMI_ACCESS_TOKEN"] = "pul-appstack-hung-backend-test";
   try {
-    const driver = new StackDriver({ ...settings, backendUrl: url, workDir: await prepareWorkDir(join(dir, "cloud-work"), url, new StateIo(2_000)) }, log);
+    const driver = new StackDriver({ ...settings, backendUrl: url, workDir: await prepareWorkDir(join(dir, "cloud-work"), new StateIo(2_000)) }, log);
     await timesOut(driver.exists("any"), "stack ls");
     assert.ok(connections.size > 0, "the CLI never reached the backend: the test proves nothing");
   } finally {

@@ -29,7 +29,7 @@ const backendUrl = pathToFileURL(join(dir, "backend")).href;
 // The operator's layout of a state folder, so that `appstack stacks` finds it.
 const folders = engineFolders(dir);
 const io = new StateIo(60_000);
-const workDir = await prepareWorkDir(folders.workDir, backendUrl, io);
+const workDir = await prepareWorkDir(folders.workDir, io);
 const settings = { backendUrl, pulumiHome: folders.pulumiHome, passphrase: "new-stacks-test", binaries: engineBinaries(), workDir };
 const driver = new StackDriver(settings, createLogger({ level: "warn", write: () => undefined }));
 const secretValue = "the-secret-value-4711";
@@ -87,7 +87,7 @@ test("a warm-up makes the template ahead of the first new stack, and leaves no s
   const fresh = join(dir, "fresh");
   mkdirSync(join(fresh, "backend"), { recursive: true });
   const freshBackend = pathToFileURL(join(fresh, "backend")).href;
-  const freshWorkDir = await prepareWorkDir(join(fresh, "workspace"), freshBackend, io);
+  const freshWorkDir = await prepareWorkDir(join(fresh, "workspace"), io);
   const warmed = new StackDriver({ ...settings, backendUrl: freshBackend, workDir: freshWorkDir }, createLogger({ level: "warn", write: () => undefined }));
   await warmed.warmUp();
   const template = await loadTemplate(freshWorkDir, secretsProviderUrl, io);

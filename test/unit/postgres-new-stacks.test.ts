@@ -45,7 +45,7 @@ after(async () => {
 /** A replica's state folder on the shared backend: its own work folder, engines' home and template. */
 async function replica(name: string) {
   const folders = engineFolders(join(dir, name));
-  const workDir = await prepareWorkDir(folders.workDir, server!.url, io);
+  const workDir = await prepareWorkDir(folders.workDir, io);
   const settings = { backendUrl: server!.url, pulumiHome: folders.pulumiHome, passphrase, binaries: engineBinaries(), workDir };
   return { stateDir: join(dir, name), workDir, driver: new StackDriver(settings, quiet) };
 }
