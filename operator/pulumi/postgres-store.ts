@@ -4,9 +4,11 @@
 // every key with the URL's path (the database name: `postgres://.../appstack` keeps
 // `appstack/.pulumi/stacks/...`), as it does for any bucket URL. Every query has a deadline: the
 // connection's (connectionTimeoutMillis), the client's (query_timeout) and the server's
-// (statement_timeout). One small pool per URL and process.
+// (statement_timeout). One small pool per URL and process. TLS as Pulumi's driver reads the URL
+// (postgres-tls.ts).
 import pg from "pg";
 import { redactUrl } from "../base/redact.ts";
+import { describeVerification, isUnverifiedCertificate, nodePgTls, postgresTls, unverifiedReason, withoutTlsParameters, type PostgresTls } from "./postgres-tls.ts";
 import type { StateStore } from "./state-store.ts";
 
 /** The table Pulumi uses unless the URL names one. */
@@ -37,12 +39,13 @@ const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 const pools = new Map<string, pg.Pool>();
 
-function poolFor(connectionString: string, deadlineMs: number): pg.Pool {
+function poolFor(connectionString: string, tls: PostgresTls, deadlineMs: number): pg.Pool {
   const id = `${deadlineMs} ${connectionString}`;
   const kept = pools.get(id);
   if (kept) return kept;
   const pool = new pg.Pool({
-    connectionString,
+    connectionString: withoutTlsParameters(connectionString),
+    ...nodePgTls(tls),
     max: 2,
     connectionTimeoutMillis: deadlineMs,
     query_timeout: deadlineMs,
@@ -70,10 +73,12 @@ export class PostgresStore implements StateStore {
   private readonly pool: pg.Pool;
   private readonly table: string;
   private readonly prefix: string;
+  private readonly tls: PostgresTls;
 
   constructor(backendUrl: string, deadlineMs: number) {
     const { connectionString, table, prefix } = postgresLocation(backendUrl);
-    this.pool = poolFor(connectionString, deadlineMs);
+    this.tls = postgresTls(backendUrl);
+    this.pool = poolFor(connectionString, this.tls, deadlineMs);
     this.table = table;
     this.prefix = prefix;
     this.description = `${redactUrl(backendUrl)} (table ${table})`;
@@ -90,6 +95,7 @@ export class PostgresStore implements StateStore {
       return await this.pool.query(sql, params);
     } catch (error) {
       if ((error as { code?: string }).code === undefinedTable && ifNoTable) return { rows: ifNoTable, rowCount: 0 };
+      if (isUnverifiedCertificate(error)) throw new Error(`the state database ${this.description} was refused: its certificate could not be verified ${describeVerification(this.tls)}: ${unverifiedReason(error)}`, { cause: error });
       throw new Error(`the state database ${this.description} did not answer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }

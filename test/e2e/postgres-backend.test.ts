@@ -4,13 +4,14 @@
 // there as on files. Results come from the API server, and from Pulumi's table itself.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 import pg from "pg";
 import type { HistoryRow } from "../../operator/cmd/history-cli.ts";
+import { certificateAuthority, servingCertificate } from "../../toolchain/cluster/pki.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
 import { cacheRoot, repoRoot } from "../../toolchain/tools.ts";
 import { eventsOf, eventually, orUndefined, useCluster } from "../helpers/cluster.ts";
@@ -25,9 +26,17 @@ let postgres: PostgresServer | undefined;
 const operators: OperatorProcess[] = [];
 let workloads: Workloads;
 
+/** The server's CA (its certificate names 127.0.0.1, the URL's host), and a CA that signed nothing of it. */
+const serverCa = certificateAuthority("appstack-e2e-postgres-ca");
+const serverCaFile = join(scratch, "server-ca.crt");
+const otherCaFile = join(scratch, "other-ca.crt");
+
 const cluster = useCluster(
   async ({ cluster: local }) => {
-    postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line) });
+    writeFileSync(serverCaFile, serverCa.certPem);
+    writeFileSync(otherCaFile, certificateAuthority("appstack-e2e-other-ca").certPem);
+    // TLS on besides plain connections: the other tests' URL keeps sslmode=disable.
+    postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line), tls: servingCertificate(serverCa, "appstack-e2e-postgres", { ips: ["127.0.0.1"] }) });
     workloads = new Workloads(local.kubeconfig);
   },
   async () => {
@@ -40,6 +49,13 @@ const cluster = useCluster(
 
 const server = () => postgres!;
 const singleEnv = () => ({ APPSTACK_BACKEND_URL: server().url, APPSTACK_LEADER_ELECT: "false" });
+
+/** The server's URL with these TLS parameters instead of its `sslmode=disable`. */
+function tlsUrl(params: Record<string, string>): string {
+  const url = new URL(server().url);
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  return url.href;
+}
 
 async function startOperator(env: Record<string, string>, stateDir?: string): Promise<OperatorProcess> {
   const operator = await startOperatorProcess(cluster().cluster.kubeconfig, { env, ...(stateDir ? { stateDir } : {}) });
@@ -228,4 +244,34 @@ test("the database's password is written to no file: not in the operator's state
   await workloads.gone("App", namespace, "pg-no-password");
   await operator.stop();
   assert.deepEqual(carrying(filesUnder(stateDir)), [], "files of a stopped operator carrying the password");
+});
+
+test("TLS to PostgreSQL: with another CA than the server's, the operator refuses to start, saying the server's certificate could not be verified; with verify-full and the server's CA, and with require, an App is Ready", async () => {
+  const refused = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full", sslrootcert: otherCaFile }), APPSTACK_LEADER_ELECT: "false" });
+  const exitCode = await new Promise<number | null>((resolve) => (refused.child.exitCode !== null || refused.child.signalCode !== null ? resolve(refused.child.exitCode) : refused.child.once("exit", resolve)));
+  assert.notEqual(exitCode, 0);
+  const log = readFileSync(refused.logFile, "utf8");
+  assert.match(log, /could not start.*its certificate could not be verified against the CA bundle \S*other-ca\.crt \(sslmode=verify-full, its host name too\)/);
+  assert.ok(!log.includes(new URL(server().url).password), "the log carries no password");
+  await refused.stop();
+
+  // The server's CA given: host name and chain verified by the operator's reads and by the engine.
+  const name = "pg-tls";
+  const verifying = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full", sslrootcert: serverCaFile }), APPSTACK_LEADER_ELECT: "false" });
+  await workloads.create(app(name, { image: "nginx:1.27", replicas: 1, port: 80 }));
+  await workloads.ready("App", namespace, name);
+  assert.equal((await service(name))?.spec?.ports?.[0]?.port, 80);
+  assert.ok((await keys(".pulumi/stacks/appstack/")).includes(`postgres/.pulumi/stacks/appstack/app.default.${name}.json`), "the engine wrote its checkpoint");
+  await workloads.delete("App", namespace, name);
+  await workloads.gone("App", namespace, name);
+  await verifying.stop();
+
+  // require: encrypted, the server's CA neither given nor asked for (where `pg` used to verify it against Node's list).
+  const encrypting = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "require" }), APPSTACK_LEADER_ELECT: "false" });
+  await workloads.create(app(`${name}-require`, { image: "nginx:1.27", replicas: 1 }));
+  await workloads.ready("App", namespace, `${name}-require`);
+  await workloads.delete("App", namespace, `${name}-require`);
+  await workloads.gone("App", namespace, `${name}-require`);
+  assert.deepEqual(await stackRows(`app.default.${name}`), [], "nothing of either stack left");
+  await encrypting.stop();
 });

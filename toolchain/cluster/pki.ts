@@ -73,6 +73,24 @@ export function clientCertificate(ca: KeyPair, subject: Subject): KeyPair {
   ]);
 }
 
+/** A CA of its own (a test's PostgreSQL server, say). */
+export function certificateAuthority(commonName: string): KeyPair {
+  return issue({ commonName }, undefined, [
+    { name: "basicConstraints", cA: true },
+    { name: "keyUsage", keyCertSign: true, cRLSign: true, digitalSignature: true },
+  ]);
+}
+
+/** A server's certificate from `ca` for the host names `dns` and the addresses `ips`. */
+export function servingCertificate(ca: KeyPair, commonName: string, names: { readonly dns?: readonly string[]; readonly ips?: readonly string[] }): KeyPair {
+  return issue({ commonName }, ca, [
+    { name: "basicConstraints", cA: false },
+    { name: "keyUsage", digitalSignature: true, keyEncipherment: true },
+    { name: "extKeyUsage", serverAuth: true },
+    { name: "subjectAltName", altNames: [...(names.dns ?? []).map((value) => ({ type: 2, value })), ...(names.ips ?? []).map((ip) => ({ type: 7, ip }))] },
+  ]);
+}
+
 /** `servingIps`: more addresses the API server answers on (a real node's bridge address). */
 export function createClusterPki(serviceIp: string, servingIps: readonly string[] = []): ClusterPki {
   const ca = issue({ commonName: "appstack-local-ca" }, undefined, [

@@ -45,6 +45,8 @@ export interface PostgresOptions {
    * loopback; a real node's pods reach the host only on their bridge's address (node-network.ts).
    */
   readonly network?: { readonly address: string; readonly clients: string };
+  /** TLS on (`ssl=on`) with this certificate and key, besides plain connections; the returned URL stays `sslmode=disable`. */
+  readonly tls?: { readonly certPem: string; readonly keyPem: string };
 }
 
 const loopback = { address: "127.0.0.1", clients: "127.0.0.1/32" };
@@ -128,6 +130,17 @@ function initialize(base: string, dataDir: string, password: string, clients: st
   if (clients !== loopback.clients) appendFileSync(join(dataDir, "pg_hba.conf"), `host all all ${clients} scram-sha-256\n`);
 }
 
+/** The server's certificate and key in its folder, as it wants them: the key its user's own, 0600. */
+function tlsArgs(base: string, tls: PostgresOptions["tls"]): string[] {
+  if (!tls) return [];
+  const cert = join(base, "server.crt");
+  const key = join(base, "server.key");
+  writeFileSync(cert, tls.certPem, { mode: 0o644 });
+  writeFileSync(key, tls.keyPem, { mode: 0o600 });
+  if (runsAsRoot()) for (const file of [cert, key]) chownSync(file, nobody, nobody);
+  return ["-c", "ssl=on", "-c", `ssl_cert_file=${cert}`, "-c", `ssl_key_file=${key}`];
+}
+
 function serverArgs(dataDir: string, address: string, port: number): string[] {
   return [
     "-D", dataDir, "-h", address, "-p", String(port),
@@ -192,7 +205,7 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
   const network = options.network ?? loopback;
   initialize(base, dataDir, password, network.clients);
   const [port] = (await freeLoopbackPorts(1)) as [number];
-  const [binary, args] = asServerUser(join(postgresNativeDir, "bin", "postgres"), serverArgs(dataDir, network.address, port));
+  const [binary, args] = asServerUser(join(postgresNativeDir, "bin", "postgres"), [...serverArgs(dataDir, network.address, port), ...tlsArgs(base, options.tls)]);
   const launch = options.launch ?? ((name, bin, binArgs) => startComponent(name, bin, binArgs, join(base, "postgres.log"), { detached: false }));
   const server = launch("postgres", binary, args);
   const url = postgresUrl(port, password, network.address);
