@@ -4,6 +4,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
+import { shardLabelsPolicy } from "../crds/shard-labels.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
 
@@ -48,6 +49,11 @@ export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
  * keeps a core busy while it runs, and throttling would only stretch operations towards their deadlines.
  */
 export const defaultResources = { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } };
+
+/** The operator's user as the API server names it: its ServiceAccount's. */
+export function operatorUser(args: Pick<AppstackInstallArgs, "namespace">): string {
+  return `system:serviceaccount:${args.namespace ?? "appstack-system"}:${operatorName}`;
+}
 
 /** Exactly the verbs the operator uses, per resource. */
 export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.PolicyRule[] {
@@ -136,6 +142,10 @@ export class AppstackInstall extends pulumi.ComponentResource {
     // The API server's own guard against taking over an object appstack did not create.
     const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(`${name}-ownership`, ownershipPolicy as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs, { parent: this });
     new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(`${name}-ownership`, ownershipPolicyBinding as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs, { parent: this, dependsOn: [policy] });
+    // Only the operator's ServiceAccount sets, changes or removes the shard labels of the objects.
+    const [shardPolicy, shardBinding] = shardLabelsPolicy([operatorUser(args)]);
+    const shards = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(`${name}-shard-labels`, shardPolicy as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs, { parent: this });
+    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(`${name}-shard-labels`, shardBinding as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs, { parent: this, dependsOn: [shards] });
     const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: args.namespace ?? "appstack-system", labels } }, { parent: this });
     const namespace = ns.metadata.name;
     const meta = { name: operatorName, namespace, labels };

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ownershipPolicyName } from "../../crds/ownership.ts";
+import { shardLabelsPolicyName } from "../../crds/shard-labels.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { localClusterOf, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { shellLines } from "../../toolchain/cluster/command.ts";
@@ -98,7 +99,8 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   try {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);
-    log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policy: ownershipPolicyName });
+    // The shard labels' policy names this process's user (the kubeconfig's) as the operator's.
+    log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}` });
     const operator = await startService(config, engineBinaries(), log);
     if (withSamples) {
       await applyObjects(clients, samples.flatMap(readManifests));

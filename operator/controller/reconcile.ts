@@ -101,7 +101,7 @@ export class Reconciler {
     const cached = this.deps.watcher.workload(kind, namespace, name);
     // Not this replica's (any more): forgotten here, whatever its cache says; never deleted.
     if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return this.letGo(key, stack, cached);
-    failpoint("after-ownership-check", key);
+    failpoint("after-ownership-check", `${key}@${cached?.metadata.generation ?? 0}`);
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
       // Only then: every event of a gone object's children (its pods going) lands here too.

@@ -22,6 +22,8 @@ import { HashRing } from "../../operator/manager/ring.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
 import { fakeNodesFor, loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { installApi } from "../../operator/kube/apply.ts";
+import { kubeClients } from "../../operator/kube/clients.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { counterTotal, disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
@@ -45,8 +47,13 @@ interface Replica {
 }
 
 const replicas: Replica[] = [];
+/** The replicas this file starts: three, then a fourth that joins. */
+const letters = ["a", "b", "c", "d"];
+const replicaUser = (letter: string) => `appstack-replica-${letter}`;
 let log: WriteLog | undefined;
 const cluster = useCluster(async ({ cluster: local }) => {
+  // Each replica is a user of its own: the API (its shard labels' policy) names them all as the operator's.
+  await installApi(kubeClients(local.kubeconfig), { operatorUsers: letters.map(replicaUser) });
   postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line) });
   log = await recordWrites(local, namespace);
 }, async () => {
@@ -64,12 +71,12 @@ const names = Array.from({ length: objects }, (_, i) => `shard-${String(i).padSt
 const isReplica = (user: string) => user.startsWith("appstack-replica-");
 
 async function startReplica(letter: string): Promise<Replica> {
-  const user = `appstack-replica-${letter}`;
+  const user = replicaUser(letter);
   const kubeconfig = replicaKubeconfig(cluster().cluster, user);
   const process = await startOperatorProcess(kubeconfig, {
-    installApi: replicas.length === 0,
-    // Each replica freezes itself (SIGSTOP) right after the ownership check of an App named for it.
-    env: { APPSTACK_SHARDING: "true", APPSTACK_BACKEND_URL: sharedBackend(), POD_NAME: `replica-${letter}`, APPSTACK_CONCURRENCY: "2", APPSTACK_FAILPOINTS: `after-ownership-check=App/${namespace}/freeze-${letter}-*` },
+    installApi: false,
+    // Each replica freezes itself (SIGSTOP) right after the ownership check of a change (generation 2) of an App named for it.
+    env: { APPSTACK_SHARDING: "true", APPSTACK_BACKEND_URL: sharedBackend(), POD_NAME: `replica-${letter}`, APPSTACK_CONCURRENCY: "2", APPSTACK_FAILPOINTS: `after-ownership-check=App/${namespace}/freeze-${letter}-*@2` },
   });
   const replica = { letter, user, process };
   replicas.push(replica);
@@ -268,9 +275,12 @@ test("a replica frozen right after its ownership check, past its lease, resumes 
   const gated = onVictim("gated");
   await workloads.create({ kind: "App", metadata: { name: gated, namespace }, spec: { image: "nginx:1.27", replicas: 1, updatePolicy: "Preview" } });
   const { preview } = await workloads.previewOf("App", namespace, gated);
-  // A new App the ring puts on the victim: its first reconcile, once assigned, passes the ownership check and freezes.
+  // An App the ring puts on the victim; its change (generation 2) passes the ownership check and
+  // freezes the victim there, before any of the writes that carry no precondition (its status).
   const name = onVictim("freeze");
   await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
+  await workloads.ready("App", namespace, name);
+  await setReplicas(workloads, name, 2);
   await eventually(`replica ${victim.letter} frozen at the failpoint`, async () => stoppedInTree(victim) || undefined, 60_000);
   // The rest of its tree too (its engines of other objects), as a frozen VM stops all of it.
   signalTree(victim, "SIGSTOP");

@@ -114,6 +114,14 @@ test("more than one replica shards the objects: APPSTACK_SHARDING, and the right
   assert.ok(!singleSpec.template.spec.containers[0]?.env.some((e) => e.name === "APPSTACK_SHARDING"));
 });
 
+test("only the operator's ServiceAccount may set, change or remove the shard labels: the install's policy names it", async () => {
+  const installed = new install.AppstackInstall("labels", { passphrase: "p", namespace: "ops" });
+  const policy = (await inputsOf(installed, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "labels-shard-labels"))["spec"] as { matchConditions: { expression: string }[] };
+  assert.deepEqual(policy.matchConditions.map((c) => c.expression), ['!(request.userInfo.username in ["system:serviceaccount:ops:appstack-operator"])']);
+  const binding = (await inputsOf(installed, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "labels-shard-labels"))["spec"] as { policyName: string; validationActions: string[] };
+  assert.deepEqual(binding, { policyName: "appstack.dev-shard-labels", validationActions: ["Deny"] });
+});
+
 // Last: it sets the stack's configuration, and the program runs once per process (a module).
 test("the install program (index.ts) refuses more than one replica on a backend URL that is not PostgreSQL", async () => {
   pulumi.runtime.setAllConfig({ "appstack:replicas": "2", "appstack:backendUrl": "s3://bucket", "appstack:passphrase": "p" }, ["appstack:backendUrl", "appstack:passphrase"]);
