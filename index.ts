@@ -14,6 +14,7 @@ const install = new AppstackInstall("appstack", {
   // secret again. Read plain because its scheme decides what the install may do (more than one
   // replica only on PostgreSQL), which must be known at preview. Empty (the default) keeps the file backend.
   backendUrl: config.get("backendUrl") || undefined,
+  backendCaSecret: config.get("backendCaSecret") || undefined,
   parallelism: config.getNumber("parallelism"),
   storageSize: config.get("storageSize"),
   resources: config.getObject("resources"),

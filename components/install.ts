@@ -23,6 +23,13 @@ export interface AppstackInstallArgs {
    * and the replicas allowed, so it must be known at preview.
    */
   readonly backendUrl?: string;
+  /**
+   * A Secret in the operator's namespace holding, under `ca.crt`, the CA bundle a `postgres://`
+   * backendUrl's server certificate is verified against (a private CA: RDS, Cloud SQL,
+   * CloudNativePG). Mounted read-only and named by PGSSLROOTCERT, which the operator and its
+   * engines read as the URL's `sslrootcert` (the URL's own wins); use it with `sslmode=verify-full`.
+   */
+  readonly backendCaSecret?: string;
   /** Objects reconciled at once. Default 3. */
   readonly parallelism?: number;
   /** Encrypts stack secrets; stored in a Secret. */
@@ -35,6 +42,8 @@ export interface AppstackInstallArgs {
 
 export const operatorName = "appstack-operator";
 const statePath = "/var/lib/appstack";
+/** Where backendCaSecret's bundle is mounted. */
+const backendCaPath = "/etc/appstack/backend-ca";
 const healthPort = 8081;
 /** Keeps the operator's rights in a watched namespace while appstack objects there have finalizers (operator/controller/binding-guard.ts). */
 export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
@@ -87,6 +96,8 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
     ...(rbacBinding ? [{ name: "APPSTACK_RBAC_BINDING", value: rbacBinding }] : []),
     // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
     ...(args.backendUrl ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: { secretKeyRef: { name: secretName, key: "backendUrl" } } }] : []),
+    // libpq's variable for the URL's sslrootcert: Pulumi's driver and the operator's reads take it alike.
+    ...(args.backendCaSecret ? [{ name: "PGSSLROOTCERT", value: `${backendCaPath}/ca.crt` }] : []),
     { name: "APPSTACK_PASSPHRASE", valueFrom: { secretKeyRef: { name: secretName, key: "passphrase" } } },
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
@@ -116,6 +127,16 @@ function sharedBackendRefusal(backendUrl: string | undefined): string | undefine
   return `, not ${scheme ? `${scheme}://` : "this URL"}: the operator breaks a killed replica's stack lock only in PostgreSQL (or a single pod's file backend), so there it would stay for ever`;
 }
 
+/** backendCaSecret's volume and the operator's mount of it (none without it); only with a PostgreSQL backendUrl, the one it is for. */
+export function backendCaVolumes(args: AppstackInstallArgs): { volumes: k8s.types.input.core.v1.Volume[]; mounts: k8s.types.input.core.v1.VolumeMount[] } {
+  if (!args.backendCaSecret) return { volumes: [], mounts: [] };
+  if (!args.backendUrl?.startsWith("postgres://") && !args.backendUrl?.startsWith("postgresql://")) throw new Error("appstack:backendCaSecret is the CA bundle of a PostgreSQL appstack:backendUrl (postgres://...), and none is set");
+  return {
+    volumes: [{ name: "backend-ca", secret: { secretName: args.backendCaSecret, items: [{ key: "ca.crt", path: "ca.crt" }] } }],
+    mounts: [{ name: "backend-ca", mountPath: backendCaPath, readOnly: true }],
+  };
+}
+
 /**
  * A ReadWriteOnce state volume is mounted by one pod at a time: the old pod goes before the new
  * one starts (with a rolling update the new pod, on another node, would wait for the volume the
@@ -135,6 +156,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
   constructor(name: string, args: AppstackInstallArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:install:Operator", name, {}, opts);
     const replicas = operatorReplicas(args);
+    const backendCa = backendCaVolumes(args);
     const scoped = (args.watchNamespaces?.length ?? 0) > 0;
     const bindingName = `${operatorName}-${name}`;
     const labels = { "app.kubernetes.io/name": operatorName, "app.kubernetes.io/instance": name, "app.kubernetes.io/part-of": "appstack" };
@@ -180,7 +202,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
       subjects: subject,
     }, { parent: this });
     const secret = new k8s.core.v1.Secret(`${name}-passphrase`, { metadata: { ...meta, name: `${operatorName}-passphrase` }, stringData: { passphrase: pulumi.secret(args.passphrase), ...(args.backendUrl ? { backendUrl: pulumi.secret(args.backendUrl) } : {}) } }, { parent: this });
-    const volumes: k8s.types.input.core.v1.Volume[] = [];
+    const volumes: k8s.types.input.core.v1.Volume[] = [...backendCa.volumes];
     if (!args.backendUrl) {
       const claim = new k8s.core.v1.PersistentVolumeClaim(`${name}-state`, {
         metadata: { ...meta, name: `${operatorName}-state` },
@@ -209,7 +231,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
               livenessProbe: { httpGet: { path: "/healthz", port: "health" }, periodSeconds: 10 },
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },
               resources: args.resources ?? defaultResources,
-              volumeMounts: [{ name: "state", mountPath: statePath }],
+              volumeMounts: [{ name: "state", mountPath: statePath }, ...backendCa.mounts],
             }],
             volumes,
             // Let running Pulumi operations finish (APPSTACK_SHUTDOWN_GRACE_SECONDS, 60) before SIGKILL.

@@ -246,7 +246,7 @@ test("the database's password is written to no file: not in the operator's state
   assert.deepEqual(carrying(filesUnder(stateDir)), [], "files of a stopped operator carrying the password");
 });
 
-test("TLS to PostgreSQL: with another CA than the server's, the operator refuses to start, saying the server's certificate could not be verified; with verify-full and the server's CA, and with require, an App is Ready", async () => {
+test("TLS to PostgreSQL: with another CA than the server's, the operator refuses to start, saying the server's certificate could not be verified; with verify-full and the server's CA (in the URL, or in PGSSLROOTCERT as the install gives it), and with require, an App is Ready", async () => {
   const refused = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full", sslrootcert: otherCaFile }), APPSTACK_LEADER_ELECT: "false" });
   const exitCode = await new Promise<number | null>((resolve) => (refused.child.exitCode !== null || refused.child.signalCode !== null ? resolve(refused.child.exitCode) : refused.child.once("exit", resolve)));
   assert.notEqual(exitCode, 0);
@@ -272,6 +272,14 @@ test("TLS to PostgreSQL: with another CA than the server's, the operator refuses
   await workloads.ready("App", namespace, `${name}-require`);
   await workloads.delete("App", namespace, `${name}-require`);
   await workloads.gone("App", namespace, `${name}-require`);
-  assert.deepEqual(await stackRows(`app.default.${name}`), [], "nothing of either stack left");
   await encrypting.stop();
+
+  // The install's way (appstack:backendCaSecret): the bundle named by PGSSLROOTCERT, the URL naming none.
+  const installed = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full" }), PGSSLROOTCERT: serverCaFile, APPSTACK_LEADER_ELECT: "false" });
+  await workloads.create(app(`${name}-env`, { image: "nginx:1.27", replicas: 1 }));
+  await workloads.ready("App", namespace, `${name}-env`);
+  await workloads.delete("App", namespace, `${name}-env`);
+  await workloads.gone("App", namespace, `${name}-env`);
+  assert.deepEqual(await stackRows(`app.default.${name}`), [], "nothing of the stacks left");
+  await installed.stop();
 });
