@@ -59,6 +59,20 @@ export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
  */
 export const defaultResources = { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } };
 
+/** The label that makes the API server refuse, in the operator's namespace, any pod Pod Security `restricted` forbids. */
+export const enforceRestricted = { "pod-security.kubernetes.io/enforce": "restricted" };
+
+/** What Pod Security restricted asks of a container, and a root file system nothing writes to. */
+const operatorSecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true };
+
+/**
+ * Where the operator writes: its state folder (the engines' PULUMI_HOME and workspace, and the file
+ * backend, all below APPSTACK_STATE_DIR) and /tmp, where the Automation API keeps each operation's
+ * event log and a stack's import file. Nothing else: HOME is never written (the engines' home is in
+ * the state folder), so the root file system is read-only.
+ */
+const operatorMounts = [{ name: "state", mountPath: statePath }, { name: "tmp", mountPath: "/tmp" }];
+
 /** The operator's user as the API server names it: its ServiceAccount's. */
 export function operatorUser(args: Pick<AppstackInstallArgs, "namespace">): string {
   return `system:serviceaccount:${args.namespace ?? "appstack-system"}:${operatorName}`;
@@ -168,7 +182,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const [shardPolicy, shardBinding] = shardLabelsPolicy([operatorUser(args)]);
     const shards = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(`${name}-shard-labels`, shardPolicy as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs, { parent: this });
     new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(`${name}-shard-labels`, shardBinding as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs, { parent: this, dependsOn: [shards] });
-    const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: args.namespace ?? "appstack-system", labels } }, { parent: this });
+    // Every pod of the operator's namespace is checked against Pod Security restricted, the operator's own included.
+    const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: args.namespace ?? "appstack-system", labels: { ...labels, ...enforceRestricted } } }, { parent: this });
     const namespace = ns.metadata.name;
     const meta = { name: operatorName, namespace, labels };
     const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: meta }, { parent: this });
@@ -212,6 +227,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
     } else {
       volumes.push({ name: "state", emptyDir: {} });
     }
+    volumes.push({ name: "tmp", emptyDir: {} });
     const deployment = new k8s.apps.v1.Deployment(`${name}-operator`, {
       metadata: meta,
       spec: {
@@ -222,7 +238,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
           metadata: { labels },
           spec: {
             serviceAccountName: account.metadata.name,
-            securityContext: { runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532 },
+            securityContext: { runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
             containers: [{
               name: "operator",
               image: args.image ?? "appstack:0.1.0",
@@ -231,7 +247,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
               livenessProbe: { httpGet: { path: "/healthz", port: "health" }, periodSeconds: 10 },
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },
               resources: args.resources ?? defaultResources,
-              volumeMounts: [{ name: "state", mountPath: statePath }, ...backendCa.mounts],
+              securityContext: operatorSecurityContext,
+              volumeMounts: [...operatorMounts, ...backendCa.mounts],
             }],
             volumes,
             // Let running Pulumi operations finish (APPSTACK_SHUTDOWN_GRACE_SECONDS, 60) before SIGKILL.

@@ -74,7 +74,11 @@ after(async () => {
 
 let operatorPod: V1Pod;
 
-test("`pulumi up` installs the operator from the image; its claim binds through local-path and the pod is Ready by its own probes", { skip, timeout: 900_000 }, async () => {
+/** The Pod Security level a namespace enforces (its label), if any. */
+const enforcedPodSecurity = async (name: string) => (await core.readNamespace({ name })).metadata?.labels?.["pod-security.kubernetes.io/enforce"];
+const readOnlyRoot = (pod: V1Pod) => pod.spec?.containers[0]?.securityContext?.readOnlyRootFilesystem;
+
+test("`pulumi up` installs the operator from the image into a namespace that enforces Pod Security restricted; its claim binds through local-path and the pod, its root file system read-only, is Ready by its own probes", { skip, timeout: 900_000 }, async () => {
   await pulumiOk("stack", "init", stack);
   await pulumiOk("config", "set", "--secret", "appstack:passphrase", "in-cluster-passphrase", "--stack", stack);
   await pulumiOk("config", "set", "appstack:image", "appstack:0.1.0", "--stack", stack);
@@ -84,6 +88,8 @@ test("`pulumi up` installs the operator from the image; its claim binds through 
   const container = deployment.spec?.template.spec?.containers[0];
   assert.equal(container?.image, "appstack:0.1.0");
   assert.notEqual(container?.imagePullPolicy, "Always", "the kubelet must use the image loaded into the node");
+  // The API server admits the operator's pods there only if they meet restricted.
+  assert.equal(await enforcedPodSecurity(operatorNamespace), "restricted");
   const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
   assert.equal(claim.status?.phase, "Bound");
   operatorPod = await eventually("the operator pod Ready", async () => {
@@ -99,8 +105,9 @@ test("`pulumi up` installs the operator from the image; its claim binds through 
   assert.equal(status.image, "docker.io/library/appstack:0.1.0");
   const conditions = Object.fromEntries((operatorPod.status?.conditions ?? []).map((c) => [c.type, c.status]));
   assert.equal(conditions["ContainersReady"], "True");
+  assert.equal(readOnlyRoot(operatorPod), true);
   const logs = await core.readNamespacedPodLog({ name: operatorPod.metadata!.name!, namespace: operatorNamespace });
-  assert.doesNotMatch(logs, /EACCES|"level":"error"/, logs);
+  assert.doesNotMatch(logs, /EACCES|EROFS|read-only file system|"level":"error"/, logs);
 });
 
 test("an App of the http image, replicas 2, port 80: Ready, its pods Running and Ready on the node, its Service answers 200 through kube-proxy", { skip, timeout: 600_000 }, async () => {

@@ -1,5 +1,6 @@
 // The install component under Pulumi's mocks: how the operator's Deployment rolls out, what its
-// RBAC grants for a namespace-scoped install, and the settings it refuses.
+// RBAC grants for a namespace-scoped install, that its pod meets Pod Security restricted, and the
+// settings it refuses.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
@@ -48,13 +49,79 @@ test("a postgres:// backend URL: the operator reads it from the Secret (never a 
   const env = spec.template.spec.containers[0]?.env as { name: string; value?: string; valueFrom?: { secretKeyRef?: { key: string } } }[];
   assert.deepEqual(env.find((e) => e.name === "APPSTACK_BACKEND_URL")?.valueFrom?.secretKeyRef?.key, "backendUrl");
   assert.ok(!JSON.stringify(spec).includes("s3cret"), "the URL's password is not in the Deployment");
-  assert.deepEqual(spec.template.spec.volumes, [{ name: "state", emptyDir: {} }]);
+  assert.deepEqual(spec.template.spec.volumes, [{ name: "state", emptyDir: {} }, { name: "tmp", emptyDir: {} }]);
   assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:PersistentVolumeClaim" && r.name === "pg-state"));
   // Given as a plain string (index.ts reads its scheme), it is a secret in the stack's state.
   const secret = await inputsOf(onPostgres, "kubernetes:core/v1:Secret", "pg-passphrase");
   const stringData = secret["stringData"] as Record<string, unknown>;
   assert.equal(stringData[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig);
   assert.equal((stringData["value"] as Record<string, unknown>)["backendUrl"], url);
+});
+
+// A pod spec as the mocks record it: plain values.
+interface Seccomp { type?: string }
+interface SeLinux { type?: string; user?: string; role?: string }
+interface PodContext { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: Seccomp; seLinuxOptions?: SeLinux; sysctls?: unknown[] }
+interface ContainerContext extends PodContext { privileged?: boolean; allowPrivilegeEscalation?: boolean; capabilities?: { add?: string[]; drop?: string[] }; procMount?: string; readOnlyRootFilesystem?: boolean }
+interface Container { name: string; securityContext?: ContainerContext; ports?: { hostPort?: number }[]; volumeMounts?: { name: string; mountPath: string }[] }
+interface PodSpec { hostNetwork?: boolean; hostPID?: boolean; hostIPC?: boolean; securityContext?: PodContext; volumes?: ({ name: string } & Record<string, unknown>)[]; initContainers?: Container[]; containers: Container[] }
+
+const restrictedVolumes = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"];
+const restrictedSeLinuxTypes = ["container_t", "container_init_t", "container_kvm_t", "container_engine_t"];
+
+/** Pod Security restricted's checks of one container, baseline's included; seccomp and runAsNonRoot may come from the pod. */
+const containerChecks: [string, (context: ContainerContext, pod: PodContext, container: Container) => boolean][] = [
+  ["privileged", (context) => context.privileged === true],
+  ["allowPrivilegeEscalation != false", (context) => context.allowPrivilegeEscalation !== false],
+  ["capabilities.drop does not include ALL", (context) => !context.capabilities?.drop?.includes("ALL")],
+  ["capabilities.add beyond NET_BIND_SERVICE", (context) => (context.capabilities?.add ?? []).some((capability) => capability !== "NET_BIND_SERVICE")],
+  ["runAsNonRoot != true", (context, pod) => (context.runAsNonRoot ?? pod.runAsNonRoot) !== true],
+  ["runAsUser 0", (context) => context.runAsUser === 0],
+  ["seccompProfile neither RuntimeDefault nor Localhost", (context, pod) => !["RuntimeDefault", "Localhost"].includes((context.seccompProfile ?? pod.seccompProfile)?.type ?? "")],
+  ["procMount", (context) => context.procMount !== undefined && context.procMount !== "Default"],
+  ["hostPort", (_context, _pod, container) => (container.ports ?? []).some((port) => port.hostPort)],
+  ["seLinuxOptions", (context, pod) => {
+    const options = context.seLinuxOptions ?? pod.seLinuxOptions;
+    return Boolean(options?.user || options?.role || (options?.type && !restrictedSeLinuxTypes.includes(options.type)));
+  }],
+];
+
+/** Pod Security restricted's checks of the pod itself. */
+const podChecks: [string, (spec: PodSpec) => boolean][] = [
+  ["host namespaces", (spec) => Boolean(spec.hostNetwork || spec.hostPID || spec.hostIPC)],
+  ["a volume of a type restricted does not allow", (spec) => (spec.volumes ?? []).some((volume) => Object.keys(volume).some((key) => key !== "name" && !restrictedVolumes.includes(key)))],
+  ["pod runAsUser 0", (spec) => spec.securityContext?.runAsUser === 0],
+  ["sysctls", (spec) => (spec.securityContext?.sysctls?.length ?? 0) > 0],
+];
+
+/** What the Pod Security Standard `restricted` (latest) refuses in a pod spec: empty when a namespace that enforces it admits the pod. */
+function restrictedViolations(spec: PodSpec): string[] {
+  const pod = spec.securityContext ?? {};
+  const containers = [...(spec.initContainers ?? []), ...spec.containers];
+  return [
+    ...podChecks.filter(([, violates]) => violates(spec)).map(([what]) => what),
+    ...containers.flatMap((container) => containerChecks.filter(([, violates]) => violates(container.securityContext ?? {}, pod, container)).map(([what]) => `container ${container.name}: ${what}`)),
+  ];
+}
+
+test("the operator's pod meets Pod Security restricted with a read-only root file system, writing only to its volumes; its namespace enforces restricted", async () => {
+  for (const [name, args] of [["hardened", { passphrase: "p" }], ["hardened-pg", { passphrase: "p", backendUrl: "postgres://db.example/appstack", replicas: 2 }]] as const) {
+    const component = new install.AppstackInstall(name, args);
+    const spec = ((await inputsOf(component, "kubernetes:apps/v1:Deployment", `${name}-operator`))["spec"] as { template: { spec: PodSpec } }).template.spec;
+    assert.deepEqual(restrictedViolations(spec), [], name);
+    assert.deepEqual(spec.securityContext, { runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } });
+    const [operator] = spec.containers;
+    assert.deepEqual(operator?.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true });
+    // Writable: the state folder (the engines' home and workspace, the file backend) and /tmp (the
+    // Automation API's event logs and stack imports); each mount a volume of the pod, nothing else.
+    const mounts = operator?.volumeMounts ?? [];
+    assert.deepEqual(mounts.map((mount) => mount.mountPath).sort(), ["/tmp", "/var/lib/appstack"]);
+    const volumes = new Map((spec.volumes ?? []).map((volume) => [volume.name, volume]));
+    for (const mount of mounts) assert.ok(volumes.has(mount.name), mount.name);
+    assert.deepEqual(volumes.get(mounts.find((mount) => mount.mountPath === "/tmp")!.name)?.emptyDir, {});
+    const namespace = await inputsOf(component, "kubernetes:core/v1:Namespace", `${name}-ns`);
+    assert.equal((namespace["metadata"] as { labels: Record<string, string> }).labels["pod-security.kubernetes.io/enforce"], "restricted");
+  }
 });
 
 test("more than one replica on the state volume is refused, with what to set instead", () => {
