@@ -143,14 +143,16 @@ export function findOnPath(binary: string): string | undefined {
 
 /**
  * Absolute path of a tool: the cached build, else one on PATH (the operator image installs the
- * pinned binaries there); throws with the command that builds it when neither exists.
+ * pinned binaries there, and holds none of toolchain/'s Go modules, so no cached build's name);
+ * throws with the command that builds it when neither exists.
  */
 export function toolPath(name: ToolName): string {
-  const path = toolBinary(toolByName(name));
-  if (existsSync(path)) return path;
+  const tool = toolByName(name);
+  const path = existsSync(join(toolchainDir, tool.moduleDir, "go.mod")) ? toolBinary(tool) : undefined;
+  if (path && existsSync(path)) return path;
   const onPath = findOnPath(name);
   if (onPath) return onPath;
-  throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path})`);
+  throw new Error(`${name} is not built yet: run \`npm run toolchain\` first (expected ${path ?? `toolchain/${tool.moduleDir}/go.mod`})`);
 }
 
 /**

@@ -53,7 +53,7 @@ test("the operator image is the repository's Dockerfile on the local bases, with
   assert.equal(operator?.archiveName, "docker.io/library/appstack:0.1.0");
   const args = budArgs(operator.bud);
   assert.deepEqual(args.slice(0, 5), ["bud", "--layers", "--pull=never", "--network=host", "--format=oci"]);
-  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, "APPSTACK_VERSION=0.1.0", "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
+  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, `DEBIAN_IMAGE=${bases.debian}`, "APPSTACK_VERSION=0.1.0", "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
     assert.ok(args.includes(pair), pair);
   }
   assert.deepEqual(args.slice(-5), ["--file", join(repoRoot, "Dockerfile"), "--tag", "localhost/appstack:0.1.0", repoRoot]);
@@ -68,7 +68,9 @@ test("the Dockerfile's base images are build arguments whose defaults are the pu
   const beforeFirstFrom = dockerfile.slice(0, dockerfile.indexOf("\nFROM "));
   assert.match(beforeFirstFrom, /^ARG GO_IMAGE=golang:1\.26-bookworm$/m);
   assert.match(beforeFirstFrom, /^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
-  assert.deepEqual([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]), ["${GO_IMAGE}", "${NODE_IMAGE}"]);
+  assert.match(beforeFirstFrom, /^ARG DEBIAN_IMAGE=debian:bookworm-slim$/m);
+  // The image is the last stage: Debian, with Node.js's binary from the Node stage.
+  assert.deepEqual([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]), ["${GO_IMAGE}", "${NODE_IMAGE}", "${DEBIAN_IMAGE}"]);
 });
 
 test("buildah keeps its images under the given folder, and every command has a deadline", () => {

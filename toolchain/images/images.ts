@@ -39,7 +39,7 @@ export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string)
         dockerfile: join(repoRoot, "Dockerfile"),
         context: repoRoot,
         tag: `localhost/appstack:${version}`,
-        buildArgs: { GO_IMAGE: bases.golang, NODE_IMAGE: bases.node, APPSTACK_VERSION: version },
+        buildArgs: { GO_IMAGE: bases.golang, NODE_IMAGE: bases.node, DEBIAN_IMAGE: bases.debian, APPSTACK_VERSION: version },
         sameVolumes: [{ path: caches.modCache }, { path: caches.buildCache }, { path: caBundle, readOnly: true }],
       },
       archiveName: `docker.io/library/appstack:${version}`,
