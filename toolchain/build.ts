@@ -17,8 +17,8 @@ function goEnvironment(): NodeJS.ProcessEnv {
   };
 }
 
-function go(args: string[], cwd: string): string {
-  return execFileSync("go", args, { cwd, env: goEnvironment(), encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
+  return execFileSync("go", args, { cwd, env: { ...goEnvironment(), ...env }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
 }
 
 /**
@@ -75,7 +75,7 @@ export function buildTool(tool: Tool, log: Log): void {
   const partial = `${binary}.partial-${process.pid}`;
   const ldflags = ["-s", "-w", ...(tool.ldflags?.(version) ?? [])].join(" ");
   try {
-    go(["build", "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir));
+    go(["build", "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir), tool.noCgo ? { CGO_ENABLED: "0" } : {});
     chmodSync(partial, 0o755);
     // A rename is atomic: an interrupted build never leaves a binary that looks finished.
     renameSync(partial, binary);

@@ -20,6 +20,8 @@ export interface Tool {
   readonly pinnedModule?: string;
   /** Extra linker flags, given the pinned version. */
   readonly ldflags?: (version: string) => string[];
+  /** Built with CGO_ENABLED=0, as the operator image builds it: the image's build then reuses the compiled packages. */
+  readonly noCgo?: boolean;
 }
 
 const pulumiVersionFlag = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version";
@@ -51,6 +53,8 @@ export const tools: readonly Tool[] = [
     pinnedModule: "github.com/pulumi/pulumi-kubernetes/provider/v4",
     // The provider module has no release tags of its own: its version is the npm SDK's.
     ldflags: () => [`-X ${providerVersionFlag}=${kubernetesProviderVersion()}`],
+    // As the Dockerfile builds it (see there why), so that a first image build compiles nothing again.
+    noCgo: true,
   },
   ...["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"].map(
     (name): Tool => ({
@@ -122,6 +126,7 @@ export function toolCacheDir(tool: Tool): string {
   for (const file of ["go.mod", "go.sum", ...sources]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
   digest.update(tool.goPackage);
   digest.update((tool.ldflags?.(version) ?? []).join(" "));
+  if (tool.noCgo) digest.update("CGO_ENABLED=0");
   return join(cacheRoot(), `${tool.binary}-${version}-${digest.digest("hex").slice(0, 10)}`);
 }
 
