@@ -13,6 +13,7 @@ import { workloadKinds } from "../../components/kinds.ts";
 import type { Workload, WorkloadKind } from "../../crds/types.ts";
 import type { Logger } from "../base/log.ts";
 import { labelPath } from "../controller/shard-fence.ts";
+import { httpStatusOf } from "../controller/namespace-availability.ts";
 import { draining, memberName, ringKey, shardDrainLabel, shardOwner, shardOwnerLabel, shardRingLabel } from "../controller/shard-labels.ts";
 import { apiClient, briefError, isConflict, isNotFound, keyString, patchWorkload, type JsonPatch, type KubeClients, type ObjectKey } from "../kube/clients.ts";
 import { assign } from "./assignment.ts";
@@ -61,12 +62,6 @@ interface Failure {
   readonly attempts: number;
   readonly resourceVersion: string | undefined;
   readonly retryAt: number;
-}
-
-/** The HTTP status the API server answered a call with, if it answered. */
-function httpCode(error: unknown): number | undefined {
-  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
-  return typeof code === "number" ? code : undefined;
 }
 
 export type LeaseCalls = Pick<CoordinationV1Api, "listNamespacedLease" | "deleteNamespacedLease">;
@@ -254,7 +249,7 @@ export class Sharder {
    * refusal (a webhook down, a policy, 422) is logged and counted, and retried after a backoff.
    */
   private failed(key: string, object: Workload, action: "assign" | "drain", error: unknown, before: Failure | undefined): void {
-    const code = httpCode(error);
+    const code = httpStatusOf(error);
     if (code === 404 || code === 409) return;
     const attempts = (before?.attempts ?? 0) + 1;
     const retryInMs = Math.min(retryBaseMs * 2 ** (attempts - 1), retryMaxMs);
