@@ -16,6 +16,7 @@ const install = new AppstackInstall("appstack", {
   backendUrl: config.get("backendUrl") || undefined,
   backendCaSecret: config.get("backendCaSecret") || undefined,
   parallelism: config.getNumber("parallelism"),
+  podStartTimeoutSeconds: config.getNumber("podStartTimeoutSeconds"),
   storageSize: config.get("storageSize"),
   resources: config.getObject("resources"),
   passphrase: config.requireSecret("passphrase"),

@@ -32,6 +32,11 @@ export interface AppstackInstallArgs {
   readonly backendCaSecret?: string;
   /** Objects reconciled at once. Default 3. */
   readonly parallelism?: number;
+  /**
+   * How long an object's pods may fail to start (an image that cannot be pulled, a crash loop)
+   * before the object is Stalled instead of Reconciling. Default: the operator's, 120 s.
+   */
+  readonly podStartTimeoutSeconds?: number;
   /** Encrypts stack secrets; stored in a Secret. */
   readonly passphrase: pulumi.Input<string>;
   /** Size of the state volume. Default 1Gi. */
@@ -106,6 +111,7 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
     { name: "APPSTACK_HEALTH_ADDR", value: `:${healthPort}` },
     { name: "APPSTACK_STATE_DIR", value: statePath },
     { name: "APPSTACK_CONCURRENCY", value: String(args.parallelism ?? 3) },
+    ...(args.podStartTimeoutSeconds === undefined ? [] : [{ name: "APPSTACK_POD_START_TIMEOUT_SECONDS", value: String(positiveSeconds(args.podStartTimeoutSeconds, "podStartTimeoutSeconds")) }]),
     { name: "APPSTACK_NAMESPACES", value: (args.watchNamespaces ?? []).join(",") },
     ...(rbacBinding ? [{ name: "APPSTACK_RBAC_BINDING", value: rbacBinding }] : []),
     // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
@@ -116,6 +122,12 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
   ];
+}
+
+/** Refused here, at preview, rather than by the operator's start in a pod that then crash-loops. */
+function positiveSeconds(seconds: number, option: string): number {
+  if (!Number.isInteger(seconds) || seconds < 1) throw new Error(`appstack:${option} must be a positive whole number of seconds, not ${seconds}`);
+  return seconds;
 }
 
 /** The replicas asked for; more than one only on PostgreSQL, the one backend they can share. */

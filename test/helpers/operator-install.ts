@@ -68,6 +68,24 @@ export function podGone(core: CoreV1Api, name: string, namespace: string, timeou
   }, timeoutMs);
 }
 
+/**
+ * Until the pod named `name` no longer exists, with the last log its container gave while it stopped
+ * (the kubelet removes the log with the pod): a pod that outlives its grace says why.
+ */
+export async function podGoneWithLog(core: CoreV1Api, name: string, namespace: string, timeoutMs: number): Promise<{ gone: boolean; log: string }> {
+  let log = "";
+  const gone = await eventually(`pod ${namespace}/${name} gone`, async () => {
+    try {
+      await core.readNamespacedPod({ name, namespace });
+      log = await core.readNamespacedPodLog({ name, namespace, tailLines: 40 }).catch(() => log);
+      return undefined;
+    } catch (error) {
+      return isNotFound(error) ? true : undefined;
+    }
+  }, timeoutMs).catch(() => false);
+  return { gone, log };
+}
+
 /** SIGKILL to a pod's first container's init (tini): the container dies with its engines, the kubelet restarts it in the same pod. */
 export function killContainer(cluster: LocalCluster, pod: V1Pod): void {
   const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "") ?? "";

@@ -124,6 +124,13 @@ test("the operator's pod meets Pod Security restricted with a read-only root fil
   }
 });
 
+test("podStartTimeoutSeconds reaches the operator as APPSTACK_POD_START_TIMEOUT_SECONDS; unset, the operator's default holds; not a positive whole number, refused", () => {
+  const envOf = (podStartTimeoutSeconds?: number) => install.operatorEnvironment({ passphrase: "p", ...(podStartTimeoutSeconds === undefined ? {} : { podStartTimeoutSeconds }) }, "secret");
+  assert.deepEqual(envOf(30).find((e) => e.name === "APPSTACK_POD_START_TIMEOUT_SECONDS"), { name: "APPSTACK_POD_START_TIMEOUT_SECONDS", value: "30" });
+  assert.ok(!envOf().some((e) => e.name === "APPSTACK_POD_START_TIMEOUT_SECONDS"));
+  for (const bad of [0, -5, 1.5]) assert.throws(() => envOf(bad), new RegExp(`appstack:podStartTimeoutSeconds must be a positive whole number of seconds, not ${bad}`));
+});
+
 test("more than one replica on the state volume is refused, with what to set instead", () => {
   assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\): the default file backend lives on a ReadWriteOnce volume/);
   assert.throws(() => new install.AppstackInstall("none", { passphrase: "p", replicas: 0 }), /appstack:replicas must be a positive integer, not 0/);
