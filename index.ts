@@ -14,12 +14,15 @@ const install = new AppstackInstall("appstack", {
   // secret again. Read plain because its scheme decides what the install may do (more than one
   // replica only on PostgreSQL), which must be known at preview. Empty (the default) keeps the file backend.
   backendUrl: config.get("backendUrl") || undefined,
+  backendSecret: config.get("backendSecret") || undefined,
   backendCaSecret: config.get("backendCaSecret") || undefined,
   parallelism: config.getNumber("parallelism"),
   podStartTimeoutSeconds: config.getNumber("podStartTimeoutSeconds"),
   storageSize: config.get("storageSize"),
   resources: config.getObject("resources"),
-  passphrase: config.requireSecret("passphrase"),
+  // One of the two (the component says so otherwise): the passphrase itself, or a Secret of the user's holding it.
+  passphrase: config.getSecret("passphrase"),
+  passphraseSecret: config.get("passphraseSecret") || undefined,
 });
 
 export const namespace = install.namespace;

@@ -24,6 +24,12 @@ export interface AppstackInstallArgs {
    */
   readonly backendUrl?: string;
   /**
+   * Instead of `backendUrl`: a Secret in the operator's namespace, made by the user, whose
+   * `backendUrl` key holds a PostgreSQL URL (`postgres://`). The install never sees the URL, so a
+   * rendered install (`appstack manifests`) holds no credential.
+   */
+  readonly backendSecret?: string;
+  /**
    * A Secret in the operator's namespace holding, under `ca.crt`, the CA bundle a `postgres://`
    * backendUrl's server certificate is verified against (a private CA: RDS, Cloud SQL,
    * CloudNativePG). Mounted read-only and named by PGSSLROOTCERT, which the operator and its
@@ -37,8 +43,10 @@ export interface AppstackInstallArgs {
    * before the object is Stalled instead of Reconciling. Default: the operator's, 120 s.
    */
   readonly podStartTimeoutSeconds?: number;
-  /** Encrypts stack secrets; stored in a Secret. */
-  readonly passphrase: pulumi.Input<string>;
+  /** Encrypts stack secrets; stored in a Secret the install makes. Either this or `passphraseSecret`. */
+  readonly passphrase?: pulumi.Input<string>;
+  /** Instead of `passphrase`: a Secret in the operator's namespace, made by the user, with the passphrase under its `passphrase` key. */
+  readonly passphraseSecret?: string;
   /** Size of the state volume. Default 1Gi. */
   readonly storageSize?: string;
   /** The operator container's requests and limits. Default `defaultResources`. */
@@ -103,7 +111,9 @@ export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.Pol
   ];
 }
 
-export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulumi.Input<string>, rbacBinding?: string): k8s.types.input.core.v1.EnvVar[] {
+/** `secretName`: the Secret the install makes for the values given in its configuration (passphrase, backendUrl), if any. */
+export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulumi.Input<string>, rbacBinding?: string): k8s.types.input.core.v1.EnvVar[] {
+  const fromSecret = (name: pulumi.Input<string> | undefined, key: string) => ({ secretKeyRef: { name: name ?? "", key } });
   return [
     { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
     // Where the replicas' pods are, whatever the Lease's namespace: a stack lock is judged by them (operator/kube/peer-pods.ts).
@@ -115,10 +125,10 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName: pulum
     { name: "APPSTACK_NAMESPACES", value: (args.watchNamespaces ?? []).join(",") },
     ...(rbacBinding ? [{ name: "APPSTACK_RBAC_BINDING", value: rbacBinding }] : []),
     // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
-    ...(args.backendUrl ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: { secretKeyRef: { name: secretName, key: "backendUrl" } } }] : []),
+    ...(args.backendUrl || args.backendSecret ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: fromSecret(args.backendSecret ?? secretName, "backendUrl") }] : []),
     // libpq's variable for the URL's sslrootcert: Pulumi's driver and the operator's reads take it alike.
     ...(args.backendCaSecret ? [{ name: "PGSSLROOTCERT", value: `${backendCaPath}/ca.crt` }] : []),
-    { name: "APPSTACK_PASSPHRASE", valueFrom: { secretKeyRef: { name: secretName, key: "passphrase" } } },
+    { name: "APPSTACK_PASSPHRASE", valueFrom: fromSecret(args.passphraseSecret ?? secretName, "passphrase") },
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
   ];
@@ -130,12 +140,18 @@ function positiveSeconds(seconds: number, option: string): number {
   return seconds;
 }
 
+/** Each secret value from exactly one place: the configuration, or a Secret the user made. */
+export function checkSecretSources(args: AppstackInstallArgs): void {
+  if ((args.passphrase === undefined) === (args.passphraseSecret === undefined)) throw new Error("set exactly one of appstack:passphrase (a secret of the stack) and appstack:passphraseSecret (the name of a Secret you made, with a passphrase key)");
+  if (args.backendUrl && args.backendSecret) throw new Error("set at most one of appstack:backendUrl and appstack:backendSecret (the name of a Secret you made, with a backendUrl key)");
+}
+
 /** The replicas asked for; more than one only on PostgreSQL, the one backend they can share. */
 export function operatorReplicas(args: AppstackInstallArgs): number {
   const replicas = args.replicas ?? 1;
   if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`appstack:replicas must be a positive integer, not ${replicas}`);
   if (replicas > 1) {
-    const why = sharedBackendRefusal(args.backendUrl);
+    const why = args.backendSecret ? undefined : sharedBackendRefusal(args.backendUrl);
     if (why) throw new Error(`appstack:replicas ${replicas} needs a PostgreSQL appstack:backendUrl (postgres://...)${why}`);
   }
   return replicas;
@@ -156,7 +172,7 @@ function sharedBackendRefusal(backendUrl: string | undefined): string | undefine
 /** backendCaSecret's volume and the operator's mount of it (none without it); only with a PostgreSQL backendUrl, the one it is for. */
 export function backendCaVolumes(args: AppstackInstallArgs): { volumes: k8s.types.input.core.v1.Volume[]; mounts: k8s.types.input.core.v1.VolumeMount[] } {
   if (!args.backendCaSecret) return { volumes: [], mounts: [] };
-  if (!args.backendUrl?.startsWith("postgres://") && !args.backendUrl?.startsWith("postgresql://")) throw new Error("appstack:backendCaSecret is the CA bundle of a PostgreSQL appstack:backendUrl (postgres://...), and none is set");
+  if (!args.backendSecret && !args.backendUrl?.startsWith("postgres://") && !args.backendUrl?.startsWith("postgresql://")) throw new Error("appstack:backendCaSecret is the CA bundle of a PostgreSQL appstack:backendUrl (postgres://...), and none is set");
   return {
     volumes: [{ name: "backend-ca", secret: { secretName: args.backendCaSecret, items: [{ key: "ca.crt", path: "ca.crt" }] } }],
     mounts: [{ name: "backend-ca", mountPath: backendCaPath, readOnly: true }],
@@ -171,7 +187,26 @@ export function backendCaVolumes(args: AppstackInstallArgs): { volumes: k8s.type
  * has finished its operations and handed its lease over.
  */
 export function rolloutStrategy(args: AppstackInstallArgs): k8s.types.input.apps.v1.DeploymentStrategy {
-  return args.backendUrl ? { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } } : { type: "Recreate" };
+  return args.backendUrl || args.backendSecret ? { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } } : { type: "Recreate" };
+}
+
+type Meta = { name: string; namespace: pulumi.Input<string>; labels: Record<string, string> };
+
+/** A Secret for the values given in the configuration (passphrase, backendUrl); none when the user's own Secrets hold them. */
+function configuredSecret(name: string, args: AppstackInstallArgs, meta: Meta, parent: pulumi.Resource): k8s.core.v1.Secret | undefined {
+  const given = { ...(args.passphrase === undefined ? {} : { passphrase: pulumi.secret(args.passphrase) }), ...(args.backendUrl ? { backendUrl: pulumi.secret(args.backendUrl) } : {}) };
+  if (Object.keys(given).length === 0) return undefined;
+  return new k8s.core.v1.Secret(`${name}-passphrase`, { metadata: { ...meta, name: `${operatorName}-passphrase` }, stringData: given }, { parent });
+}
+
+/** The state folder: a claimed volume for the file backend; with a backend URL, only the engines' home, an emptyDir. */
+function stateVolume(name: string, args: AppstackInstallArgs, meta: Meta, parent: pulumi.Resource): k8s.types.input.core.v1.Volume {
+  if (args.backendUrl || args.backendSecret) return { name: "state", emptyDir: {} };
+  const claim = new k8s.core.v1.PersistentVolumeClaim(`${name}-state`, {
+    metadata: { ...meta, name: `${operatorName}-state` },
+    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: args.storageSize ?? "1Gi" } } },
+  }, { parent });
+  return { name: "state", persistentVolumeClaim: { claimName: claim.metadata.name } };
 }
 
 export class AppstackInstall extends pulumi.ComponentResource {
@@ -181,6 +216,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
 
   constructor(name: string, args: AppstackInstallArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:install:Operator", name, {}, opts);
+    checkSecretSources(args);
     const replicas = operatorReplicas(args);
     const backendCa = backendCaVolumes(args);
     const scoped = (args.watchNamespaces?.length ?? 0) > 0;
@@ -228,18 +264,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: leaseRole.metadata.name },
       subjects: subject,
     }, { parent: this });
-    const secret = new k8s.core.v1.Secret(`${name}-passphrase`, { metadata: { ...meta, name: `${operatorName}-passphrase` }, stringData: { passphrase: pulumi.secret(args.passphrase), ...(args.backendUrl ? { backendUrl: pulumi.secret(args.backendUrl) } : {}) } }, { parent: this });
-    const volumes: k8s.types.input.core.v1.Volume[] = [...backendCa.volumes];
-    if (!args.backendUrl) {
-      const claim = new k8s.core.v1.PersistentVolumeClaim(`${name}-state`, {
-        metadata: { ...meta, name: `${operatorName}-state` },
-        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: args.storageSize ?? "1Gi" } } },
-      }, { parent: this });
-      volumes.push({ name: "state", persistentVolumeClaim: { claimName: claim.metadata.name } });
-    } else {
-      volumes.push({ name: "state", emptyDir: {} });
-    }
-    volumes.push({ name: "tmp", emptyDir: {} });
+    const secret = configuredSecret(name, args, meta, this);
+    const volumes = [...backendCa.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
     const deployment = new k8s.apps.v1.Deployment(`${name}-operator`, {
       metadata: meta,
       spec: {
@@ -254,7 +280,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
             containers: [{
               name: "operator",
               image: args.image ?? "appstack:0.1.0",
-              env: operatorEnvironment(args, secret.metadata.name, scoped ? bindingName : undefined),
+              env: operatorEnvironment(args, secret?.metadata.name, scoped ? bindingName : undefined),
               ports: [{ name: "health", containerPort: healthPort }],
               livenessProbe: { httpGet: { path: "/healthz", port: "health" }, periodSeconds: 10 },
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },

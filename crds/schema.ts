@@ -1,6 +1,6 @@
 // OpenAPI v3 pieces both kinds share: the status shape (kstatus conditions, stack report) and the
 // CRD envelope. Kept as plain objects so that the install program and the YAML use the same data.
-import { group, podSecurityProfiles, updatePolicies, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
+import { group, historyMessageLimit, podSecurityProfiles, statusHistoryLimit, updatePolicies, updateWhys, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -34,19 +34,44 @@ const stack: JsonSchema = {
     appliedPlan: { type: "string", description: "The approved plan (status.preview.planId) that the last successful up applied, with updatePolicy Preview." },
     attempts: { type: "integer", minimum: 0, description: "Consecutive failed attempts; 0 after a success." },
     nextRetryTime: { ...timestamp, description: "When the next attempt is due after a failure (capped exponential backoff)." },
-    lastOperation: {
-      type: "object",
-      description: "The last Pulumi operation run on the stack.",
-      properties: {
-        kind: { type: "string", enum: ["preview", "up", "refresh", "destroy"], description: "Which operation." },
-        result: { type: "string", enum: ["succeeded", "failed"], description: "How it ended." },
-        startTime: { ...timestamp, description: "When it started." },
-        endTime: { ...timestamp, description: "When it ended." },
-        message: { type: "string", description: "The engine's message when it failed." },
-        resourceChanges: { type: "object", additionalProperties: { type: "integer" }, description: "Resources by kind of step (create, update, delete, same, ...)." },
+    lastOperation: operation("The last Pulumi operation run on the stack."),
+  },
+};
+
+/** One Pulumi operation on the stack, as status.stack.lastOperation and each entry of status.history say it. */
+function operation(description: string): JsonSchema {
+  return {
+    type: "object",
+    description,
+    properties: {
+      kind: { type: "string", enum: ["preview", "up", "refresh", "destroy"], description: "Which operation." },
+      result: { type: "string", enum: ["succeeded", "failed"], description: "How it ended." },
+      startTime: { ...timestamp, description: "When it started." },
+      endTime: { ...timestamp, description: "When it ended." },
+      message: { type: "string", description: "The engine's message when it failed." },
+      resourceChanges: { type: "object", additionalProperties: { type: "integer" }, description: "Resources by kind of step (create, update, delete, same, ...)." },
+      update: {
+        type: "object",
+        description: "Why appstack ran it, as its message in the stack's history records it.",
+        required: ["generation", "why"],
+        properties: {
+          generation: { type: "integer", format: "int64", description: "The object's generation it applied." },
+          why: { type: "string", enum: [...updateWhys], description: "created (the first update), spec (a new spec), drift (children repaired), approved (a plan a person approved), program (a new operator program), interrupted (an unfinished operation completed), deleted." },
+          detail: { type: "string", description: "The decision, in words." },
+          fields: { type: "array", items: { type: "string" }, description: "For a drift repair: what differed (Deployment web: spec.replicas)." },
+          plan: { type: "string", description: "For an approved plan: its id." },
+          attempt: { type: "integer", minimum: 2, description: "2 and up when earlier attempts of the same update failed." },
+        },
       },
     },
-  },
+  };
+}
+
+const history: JsonSchema = {
+  type: "array",
+  maxItems: statusHistoryLimit,
+  description: `The stack's last ${statusHistoryLimit} updates, refreshes and destroys, oldest first: what \`kubectl appstack history\` shows to anyone who may get the object. A failure's message is cut to ${historyMessageLimit} characters.`,
+  items: operation("One update, refresh or destroy."),
 };
 
 const preview: JsonSchema = {
@@ -129,6 +154,7 @@ export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSche
       lastUpdateTime: { ...timestamp, description: "When the operator last changed the status." },
       stack,
       preview,
+      history,
       ...extra,
     },
   };

@@ -86,6 +86,14 @@ export interface Condition {
 /** Resources by kind of step (create, update, replace, delete, same, ...). */
 export type StepCounts = Record<string, number>;
 
+/**
+ * Why an update ran, as appstack decided it: the object's first update (created), a new spec
+ * (spec), live children that differed (drift), a plan a person approved (approved), a new operator
+ * program (program), an operation left unfinished (interrupted), the object's deletion (deleted).
+ */
+export const updateWhys = ["created", "spec", "drift", "approved", "program", "interrupted", "deleted"] as const;
+export type UpdateWhy = (typeof updateWhys)[number];
+
 export interface StackOperation {
   kind: "preview" | "up" | "refresh" | "destroy";
   result: "succeeded" | "failed";
@@ -93,7 +101,30 @@ export interface StackOperation {
   endTime: string;
   resourceChanges?: StepCounts;
   message?: string;
+  /** For an up, refresh or destroy appstack ran: the generation it applied and why it ran. */
+  update?: UpdateRecord;
 }
+
+/** Why an update ran, as its message in the stack's history and status.history record it. */
+export interface UpdateRecord {
+  /** The object's metadata.generation the update applied. */
+  readonly generation: number;
+  readonly why: UpdateWhy;
+  /** The decision's reason, in words. */
+  readonly detail?: string;
+  /** For a drift repair: what differed, one entry per difference (`Deployment web: spec.replicas`). */
+  readonly fields?: readonly string[];
+  /** For an approved plan: its id. */
+  readonly plan?: string;
+  /** 2 and up when earlier attempts of the same update failed. */
+  readonly attempt?: number;
+}
+
+
+/** Operations kept in status.history, newest last: what `kubectl appstack history` reads with `get` rights alone. */
+export const statusHistoryLimit = 10;
+/** A failed operation's message in status.history is cut to this length: the Stalled condition has the latest in full. */
+export const historyMessageLimit = 300;
 
 export interface StackStatus {
   name: string;
@@ -148,6 +179,8 @@ export interface WorkloadStatus {
   preview?: PreviewStatus;
   /** Pods that cannot start (image pull, crash loop, configuration error, no node fits); absent when none. */
   podsNotStarting?: number;
+  /** The last statusHistoryLimit updates, refreshes and destroys of the stack, oldest first. */
+  history?: StackOperation[];
 }
 
 export interface MemcachedStatus extends WorkloadStatus {

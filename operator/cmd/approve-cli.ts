@@ -8,7 +8,7 @@ import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { approveAnnotation, group, plurals, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { isConflict, readWorkload, type KubeClients } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
+import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
 import { age } from "./table.ts";
 
 export const approveUsage = `usage: appstack approve app/NAME|memcached/NAME [--yes] [-n NS] [--context=NAME] [--kubeconfig=PATH]
@@ -102,7 +102,7 @@ export async function runApproveCli(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    process.stderr.write(`appstack approve: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`appstack approve: ${errorText(error)}\n`);
     return 1;
   }
 }

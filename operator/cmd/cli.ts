@@ -12,6 +12,7 @@ import { UsageError } from "./flags.ts";
 import { runOperator } from "./main.ts";
 import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
+import { runManifestsCli } from "./manifests-cli.ts";
 import { runStacksCli } from "./stacks-cli.ts";
 import { runHistoryCli } from "./history-cli.ts";
 import { runApproveCli } from "./approve-cli.ts";
@@ -26,6 +27,8 @@ const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstac
                          what the operator would do with the objects in FILE, changing nothing;
                          exit 0 no changes, 2 changes, 1 error
   pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy)
+  manifests --passphrase-secret NAME [flags] [-o FILE]
+                         the install as YAML for kubectl apply --server-side (no credential in it)
   stacks <args>          the pinned Pulumi CLI on the operator's own stacks (stack ls, stack export, ...),
                          with their secrets' key service; the state as the operator finds it
   kubectl <args>         the pinned kubectl, against KUBECONFIG
@@ -54,6 +57,11 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   pulumi: (args) => {
     buildToolchain();
     return runPulumiCli(args);
+  },
+  manifests: (args) => {
+    // On stderr, as for `pulumi`: the YAML alone goes to stdout.
+    buildToolchain();
+    return runManifestsCli(args);
   },
   stacks: (args) => {
     buildToolchain(() => undefined);

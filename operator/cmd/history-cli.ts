@@ -1,7 +1,9 @@
 // `appstack history app/web`: what appstack has done to one object, when and why, one row per
-// update of its stack, from Pulumi's stack history. Each update's message records why it ran
-// (operator/pulumi/update-messages.ts). The state is found as the operator finds it
-// (APPSTACK_STATE_DIR, APPSTACK_BACKEND_URL, APPSTACK_PASSPHRASE, or --state-dir/--backend-url).
+// update of its stack. By default from the object's status.history, through the API server: a
+// person who may `get` the object reads it with nothing but a kubeconfig, and RBAC decides who
+// may. With --stack, from Pulumi's own stack history, longer and kept after a delete, which needs
+// the operator's state (APPSTACK_STATE_DIR, APPSTACK_BACKEND_URL, APPSTACK_PASSPHRASE, or
+// --state-dir/--backend-url). Each update's message records why it ran (operator/pulumi/update-messages.ts).
 import { existsSync } from "node:fs";
 import { LocalWorkspace, Stack, StackNotFoundError, type UpdateSummary } from "@pulumi/pulumi/automation/index.js";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
@@ -12,16 +14,20 @@ import { StateIo } from "../pulumi/state-io.ts";
 import { stateStore } from "../pulumi/state-store.ts";
 import { DeletedHistory, type StoredUpdate } from "../pulumi/deleted-history.ts";
 import { describeWhy, parseUpdateMessage, type UpdateWhy } from "../pulumi/update-messages.ts";
+import { readWorkload } from "../kube/clients.ts";
+import { statusHistoryLimit, type StackOperation, type WorkloadKind } from "../../crds/types.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { kubeConfigOf, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, parseObjectRef, printData } from "./kube-flags.ts";
+import { cliClients, errorText, kubeConfigOf, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, parseObjectRef, printData, type KubeFlags } from "./kube-flags.ts";
 import { table } from "./table.ts";
 
-export const historyUsage = `usage: appstack history app/NAME|memcached/NAME [flags]
+export const historyUsage = `usage: appstack history app/NAME|memcached/NAME [flags] [--stack [--state-dir=DIR] [--backend-url=URL]]
   one row per update of the object's stack: time, operation and result, the generation applied,
   why (spec changed, drift repaired, plan approved, retry) and the resource changes; oldest first.
-  A deleted object's rows (its destroy the last) are kept after its stack is removed.
-${kubeFlagsUsage}  --state-dir=DIR  --backend-url=URL`;
+  The last ${statusHistoryLimit}, from the object's status: the right to get the object is all it needs.
+  --stack: every update Pulumi's stack history keeps, and a deleted object's (its destroy the
+  last), from the operator's state: its state folder or backend URL, and its passphrase.
+${kubeFlagsUsage}`;
 
 /** One update of an object's stack. */
 export interface HistoryRow {
@@ -39,6 +45,8 @@ export interface HistoryRow {
   readonly plan?: string;
   readonly attempt?: number;
   readonly changes: Record<string, number>;
+  /** A failed operation's message, as the object's status keeps it. */
+  readonly error?: string;
 }
 
 /** What a row is made of: an update as the Automation API returns it. */
@@ -69,6 +77,26 @@ export function historyRows(summaries: readonly Summary[]): HistoryRow[] {
   });
 }
 
+/** The rows of an object's status.history (oldest first already): the same row for the same update as historyRows gives. */
+export function statusRows(history: readonly StackOperation[]): HistoryRow[] {
+  return history.filter((operation) => operation.kind !== "preview").map((operation) => {
+    const record = operation.update;
+    return {
+      time: new Date(operation.startTime).toISOString(),
+      // As Pulumi's history names an up.
+      operation: operation.kind === "up" ? "update" : operation.kind,
+      result: operation.result,
+      ...(record ? { generation: record.generation, why: record.why } : {}),
+      reason: record ? describeWhy(record) : "(not recorded)",
+      ...(record?.fields ? { fields: record.fields } : {}),
+      ...(record?.plan ? { plan: record.plan } : {}),
+      ...(record?.attempt ? { attempt: record.attempt } : {}),
+      changes: operation.resourceChanges ?? {},
+      ...(operation.result === "failed" && operation.message ? { error: operation.message } : {}),
+    };
+  });
+}
+
 /** Resource changes as `create 3`, `update 1, same 2`; steps that did nothing last. */
 export function describeChangeCounts(changes: Record<string, number>): string {
   const entries = Object.entries(changes).filter(([, count]) => count > 0);
@@ -86,13 +114,29 @@ export function historyTable(rows: readonly HistoryRow[]): string {
 /** The Pulumi CLI did not answer in time; the Automation API's history() takes no cancellation. */
 class HistoryTimedOut extends Error {}
 
-async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[]; format: ReturnType<typeof outputFormat>; note?: string }> {
-  const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, "state-dir": operatorOptions["state-dir"], "backend-url": operatorOptions["backend-url"] }, historyUsage);
+type Read = { rows: HistoryRow[]; note?: string };
+
+async function readHistory(argv: readonly string[]): Promise<Read & { format: ReturnType<typeof outputFormat> }> {
+  const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, stack: { type: "boolean" }, "state-dir": operatorOptions["state-dir"], "backend-url": operatorOptions["backend-url"] }, historyUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${historyUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], historyUsage);
   if (values["all-namespaces"]) throw new UsageError(`history names one object: -n NAMESPACE, not -A\n${historyUsage}`);
   const format = outputFormat(values, historyUsage);
   const namespace = namespaceOf(values, kubeConfigOf(values));
+  const fromStack = values.stack === true || values["state-dir"] !== undefined || values["backend-url"] !== undefined;
+  const read = fromStack ? await readStackHistory(values, kind, namespace, name) : await readStatusHistory(values, kind, namespace, name);
+  return { ...read, format };
+}
+
+/** The object's status.history, read with the person's own kubeconfig: RBAC decides. */
+async function readStatusHistory(flags: KubeFlags, kind: WorkloadKind, namespace: string, name: string): Promise<Read> {
+  const object = await readWorkload(cliClients(flags), { kind, namespace, name });
+  if (!object) throw new Error(`${kind.toLowerCase()}/${name} not found in namespace ${namespace}; a deleted object's kept history is in the operator's state: --stack`);
+  return { rows: statusRows(object.status?.history ?? []) };
+}
+
+/** Pulumi's history of the object's stack, or the rows kept of a deleted one, from the operator's state. */
+async function readStackHistory(values: { "state-dir"?: string; "backend-url"?: string }, kind: WorkloadKind, namespace: string, name: string): Promise<Read> {
   const config = loadConfig({ ...(values["state-dir"] ? { "state-dir": values["state-dir"] } : {}), ...(values["backend-url"] ? { "backend-url": values["backend-url"] } : {}) }, process.env, { readOnly: true });
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   if (!existsSync(workDir)) throw new Error(`no operator has used the state folder ${config.stateDir} (set APPSTACK_STATE_DIR or --state-dir to the operator's)`);
@@ -114,7 +158,7 @@ async function readHistory(argv: readonly string[]): Promise<{ rows: HistoryRow[
     return deleted.updates.map(summaryOf).reverse();
   });
   if (summaries === timedOut) throw new HistoryTimedOut(`reading the history of stack ${stack} took longer than ${config.operationTimeoutMs / 1000} s (APPSTACK_OPERATION_TIMEOUT_SECONDS)`);
-  return { rows: historyRows(summaries), format, ...(note ? { note } : {}) };
+  return { rows: historyRows(summaries), ...(note ? { note } : {}) };
 }
 
 export async function runHistoryCli(argv: readonly string[]): Promise<number> {
@@ -125,7 +169,7 @@ export async function runHistoryCli(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    process.stderr.write(`appstack history: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`appstack history: ${errorText(error)}\n`);
     // The CLI process still runs (it only reads): exit without waiting for it.
     if (error instanceof HistoryTimedOut) process.exit(1);
     return 1;

@@ -1,11 +1,11 @@
 // kubectl's flags, where they apply to appstack's commands (`kubectl appstack status -A -o json`):
-// -n/--namespace, -A/--all-namespaces, --context, --kubeconfig, -o/--output json|yaml, and an
+// -n/--namespace, -A/--all-namespaces, --context, --kubeconfig, --as, -o/--output json|yaml, and an
 // object named as kubectl names it (`app/web`, `apps/web`, `memcached.appstack.dev/cache`).
 import { KubeConfig } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { WorkloadKind } from "../../crds/types.ts";
-import { apiClient, type KubeClients } from "../kube/clients.ts";
+import { apiClient, briefError, type KubeClients } from "../kube/clients.ts";
 import { UsageError } from "./flags.ts";
 
 export const kubeOptions = {
@@ -13,16 +13,19 @@ export const kubeOptions = {
   "all-namespaces": { type: "boolean", short: "A" },
   context: { type: "string" },
   kubeconfig: { type: "string" },
+  as: { type: "string" },
   output: { type: "string", short: "o" },
 } as const;
 
-export const kubeFlagsUsage = `  -n, --namespace=NS  -A, --all-namespaces  --context=NAME  --kubeconfig=PATH  -o, --output=json|yaml`;
+export const kubeFlagsUsage = `  -n, --namespace=NS  -A, --all-namespaces  --context=NAME  --kubeconfig=PATH  --as=USER  -o, --output=json|yaml`;
 
 export interface KubeFlags {
   readonly namespace?: string;
   readonly "all-namespaces"?: boolean;
   readonly context?: string;
   readonly kubeconfig?: string;
+  /** Act as this user (the Impersonate-User header), as kubectl --as: RBAC judges that user's rights. */
+  readonly as?: string;
   readonly output?: string;
 }
 
@@ -39,7 +42,7 @@ export function printData(format: Exclude<OutputFormat, "table">, data: unknown)
   return format === "json" ? JSON.stringify(data, null, 2) + "\n" : yaml.dump(data, { noRefs: true, lineWidth: -1 });
 }
 
-/** The kubeconfig as kubectl reads it: --kubeconfig, else KUBECONFIG or ~/.kube/config; --context over its current context. */
+/** The kubeconfig as kubectl reads it: --kubeconfig, else KUBECONFIG or ~/.kube/config; --context over its current context; --as the user it acts as. */
 export function kubeConfigOf(flags: KubeFlags): KubeConfig {
   const config = new KubeConfig();
   if (flags.kubeconfig) config.loadFromFile(flags.kubeconfig);
@@ -47,6 +50,12 @@ export function kubeConfigOf(flags: KubeFlags): KubeConfig {
   if (flags.context) {
     if (!config.getContextObject(flags.context)) throw new UsageError(`the kubeconfig has no context ${JSON.stringify(flags.context)}`);
     config.setCurrentContext(flags.context);
+  }
+  const as = flags.as;
+  if (as !== undefined) {
+    const user = config.getCurrentUser();
+    if (!user) throw new UsageError("--as needs a current user in the kubeconfig to act from");
+    config.users = config.users.map((each) => (each.name === user.name ? { ...each, impersonateUser: as } : each));
   }
   return config;
 }
@@ -78,4 +87,10 @@ export function parseObjectRef(text: string | undefined, usage: string): { kind:
   const kind = kindNames[(type ?? "").toLowerCase()];
   if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as app/NAME or memcached/NAME${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
   return { kind, name };
+}
+
+/** An error as a command prints it: the API server's refusal in its own words (403: who may not do what), else the whole message. */
+export function errorText(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return /HTTP-Code: \d+/.test(text) ? briefError(error) : text;
 }

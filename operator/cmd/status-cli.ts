@@ -6,7 +6,7 @@ import { group, plurals, version, type Workload, type WorkloadKind } from "../..
 import { workloadKinds } from "../../components/kinds.ts";
 import { driftField } from "../pulumi/update-messages.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, printData } from "./kube-flags.ts";
+import { cliClients, errorText, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, printData } from "./kube-flags.ts";
 import { age, table } from "./table.ts";
 
 export const statusUsage = `usage: appstack status [flags]   (also: appstack get)
@@ -113,7 +113,7 @@ export async function runStatusCli(argv: readonly string[]): Promise<number> {
     return states.some((s) => s.needsPerson) ? needsPersonExitCode : 0;
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    process.stderr.write(`appstack status: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`appstack status: ${errorText(error)}\n`);
     return 1;
   }
 }

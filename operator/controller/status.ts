@@ -2,7 +2,7 @@
 // stack report, written through the status subresource only when something in it changed.
 import type { V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client-node";
 import { describe } from "../../components/kinds.ts";
-import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
+import { historyMessageLimit, statusHistoryLimit, type PreviewStatus, type StackOperation, type StackStatus, type Workload, type WorkloadStatus } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
 import { podTrouble } from "./pod-trouble.ts";
 import { decodeApplied } from "./drift.ts";
@@ -114,9 +114,23 @@ export function computeStatus(input: StatusInput, now = new Date()): WorkloadSta
     lastUpdateTime: previous.lastUpdateTime,
     stack: input.stack,
     preview: input.preview,
+    history: withOperation(previous.history, input.stack.lastOperation),
     ...describe(object).statusOf?.(input.pods),
   };
   return status;
+}
+
+/**
+ * status.history: the operations it holds, and `operation` once more if it is new (an up, refresh or
+ * destroy, not a preview: previews change nothing), the oldest dropped past statusHistoryLimit. A
+ * failure's message is cut short: the Stalled condition has the latest in full.
+ */
+export function withOperation(history: readonly StackOperation[] | undefined, operation: StackOperation | undefined): StackOperation[] | undefined {
+  const kept = history?.length ? [...history] : undefined;
+  if (!operation || operation.kind === "preview") return kept;
+  if (kept?.some((entry) => entry.kind === operation.kind && entry.startTime === operation.startTime)) return kept;
+  const entry = operation.message && operation.message.length > historyMessageLimit ? { ...operation, message: `${operation.message.slice(0, historyMessageLimit - 1)}…` } : operation;
+  return [...(kept ?? []), entry].slice(-statusHistoryLimit);
 }
 
 /** The stack report on the object, or, before the first, one that names its stack. */

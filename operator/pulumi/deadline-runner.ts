@@ -7,6 +7,7 @@ import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { engineMessage, OperationInterrupted, OperationTimedOut, StackOperationFailed } from "./stack-errors.ts";
 import { StateFolderUnanswered } from "./state-io.ts";
+import { operationRecord } from "./update-messages.ts";
 
 /** How long one engine operation may take unless configured (APPSTACK_OPERATION_TIMEOUT_SECONDS). */
 export const defaultOperationTimeoutMs = 300_000;
@@ -16,8 +17,9 @@ const cancelledWhy = "it did not stop when its deadline cancelled it";
 /** What an operation reports: an update's summary, or a preview's counts. */
 export type Outcome = Pick<UpdateSummary, "resourceChanges"> & { readonly result?: UpdateSummary["result"] };
 
-function report(kind: StackOperation["kind"], started: Date, summary?: Outcome, error?: unknown): StackOperation {
+function report(kind: StackOperation["kind"], started: Date, message: string | undefined, summary?: Outcome, error?: unknown): StackOperation {
   return {
+    ...operationRecord(message),
     kind,
     result: error === undefined && summary?.result !== "failed" ? "succeeded" : "failed",
     startTime: started.toISOString(),
@@ -80,7 +82,7 @@ export class DeadlineRunner {
       return await operation();
     } catch (error) {
       if (!(error instanceof StateFolderUnanswered)) throw error;
-      throw new OperationTimedOut(report(kind, started, undefined, error), this.deadlineMs);
+      throw new OperationTimedOut(report(kind, started, undefined, undefined, error), this.deadlineMs);
     }
   }
 
@@ -103,7 +105,7 @@ export class DeadlineRunner {
     if (result !== timedOut) return result;
     this.log.warn(`pulumi ${what} passed its deadline; killing it`, { stack, deadlineMs });
     await kill();
-    throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${what} did not finish within its deadline of ${deadlineMs / 1000} s; it was killed`), deadlineMs);
+    throw new OperationTimedOut(report(kind, started, undefined, undefined, `pulumi ${what} did not finish within its deadline of ${deadlineMs / 1000} s; it was killed`), deadlineMs);
   }
 
   /**
@@ -112,7 +114,8 @@ export class DeadlineRunner {
    * long again (30 s at most) is killed with its plugins, and its lock broken: a hung operation
    * must never hold a worker or its stack for ever.
    */
-  async run(name: string, kind: StackOperation["kind"], operation: (signal: AbortSignal) => Promise<Outcome>): Promise<StackOperation> {
+  /** `message`: the update's message (update-messages.ts), whose record the operation's report carries. */
+  async run(name: string, kind: StackOperation["kind"], operation: (signal: AbortSignal) => Promise<Outcome>, message?: string): Promise<StackOperation> {
     this.fence(kind);
     const started = new Date();
     let result: StackOperation["result"] = "failed";
@@ -127,7 +130,7 @@ export class DeadlineRunner {
     this.observer?.started();
     try {
       const summary = await operation(abort.signal);
-      const outcome = report(kind, started, summary);
+      const outcome = report(kind, started, message, summary);
       if (outcome.result === "failed") throw new StackOperationFailed(outcome);
       result = "succeeded";
       return outcome;
@@ -135,10 +138,10 @@ export class DeadlineRunner {
       if (this.handingOver) throw this.interrupted(kind);
       if (abort.signal.aborted) {
         await this.stopEngines(name, cancelledWhy);
-        throw new OperationTimedOut(report(kind, started, undefined, `pulumi ${kind} did not finish within its deadline of ${deadlineMs / 1000} s; it was cancelled and its stack unlocked`), deadlineMs);
+        throw new OperationTimedOut(report(kind, started, message, undefined, `pulumi ${kind} did not finish within its deadline of ${deadlineMs / 1000} s; it was cancelled and its stack unlocked`), deadlineMs);
       }
       if (error instanceof StackOperationFailed || error instanceof ConcurrentUpdateError || error instanceof StackNotFoundError) throw error;
-      throw new StackOperationFailed(report(kind, started, undefined, error));
+      throw new StackOperationFailed(report(kind, started, message, undefined, error));
     } finally {
       clearTimeout(deadline);
       clearTimeout(killer);

@@ -121,7 +121,7 @@ export class StackDriver {
           return this.deadlines.run(name, "up", async (signal) => {
             const onEvent = summaryRecorder(stack, "update");
             return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}), ...messageOf(options.message) })).summary;
-          });
+          }, options.message);
         }),
       );
     });
@@ -144,7 +144,7 @@ export class StackDriver {
   }
 
   private runRefresh(name: string, stack: Stack, message: string | undefined): Promise<StackOperation> {
-    return this.deadlines.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal, ...messageOf(message) })).summary);
+    return this.deadlines.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal, ...messageOf(message) })).summary, message);
   }
 
   /**
@@ -220,7 +220,7 @@ export class StackDriver {
       const result = await this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
           await this.clearPendingOperations(stack, "destroy");
-          return this.deadlines.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary);
+          return this.deadlines.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary, message);
         }),
       );
       await this.retention.beforeRemoval(name);

@@ -5,36 +5,10 @@
 // `pulumi stack history` and for `appstack history`, which parses the tagged JSON at its end:
 //   generation 3: drift repaired (Deployment web: spec.replicas) [appstack {"generation":3,"why":"drift",...}]
 
-/** The reason for an update, as appstack decided it. */
-export type UpdateWhy =
-  /** The object's first update. */
-  | "created"
-  /** The spec changed (a new generation). */
-  | "spec"
-  /** The live children differed from what was applied: repaired. */
-  | "drift"
-  /** A plan a person approved (updatePolicy Preview). */
-  | "approved"
-  /** The operator's program changed, so every object is applied anew. */
-  | "program"
-  /** An interrupted operation left the stack's record unfinished. */
-  | "interrupted"
-  /** The object was deleted. */
-  | "deleted";
+import { updateWhys, type StackOperation, type UpdateRecord, type UpdateWhy } from "../../crds/types.ts";
 
-export interface UpdateRecord {
-  /** The object's metadata.generation the update applied. */
-  readonly generation: number;
-  readonly why: UpdateWhy;
-  /** The decision's reason, in words. */
-  readonly detail?: string;
-  /** For a drift repair: what differed, one entry per difference (`Deployment web: spec.replicas`). */
-  readonly fields?: readonly string[];
-  /** For an approved plan: its id. */
-  readonly plan?: string;
-  /** 2 and up when earlier attempts of the same update failed. */
-  readonly attempt?: number;
-}
+export type { UpdateRecord, UpdateWhy };
+
 
 const tag = " [appstack ";
 
@@ -71,17 +45,21 @@ export function updateMessage(record: UpdateRecord): string {
   return `generation ${record.generation}: ${describeWhy(record)}${tag}${JSON.stringify(record)}]`;
 }
 
-const whys: readonly UpdateWhy[] = ["created", "spec", "drift", "approved", "program", "interrupted", "deleted"];
-
 /** The record in an update's message; undefined for an update appstack did not make (or made before it recorded this). */
 export function parseUpdateMessage(message: string | undefined): UpdateRecord | undefined {
   const start = message?.lastIndexOf(tag) ?? -1;
   if (!message || start < 0 || !message.endsWith("]")) return undefined;
   try {
     const parsed = JSON.parse(message.slice(start + tag.length, -1)) as Partial<UpdateRecord>;
-    if (typeof parsed.generation !== "number" || !whys.includes(parsed.why as UpdateWhy)) return undefined;
+    if (typeof parsed.generation !== "number" || !(updateWhys as readonly string[]).includes(parsed.why ?? "")) return undefined;
     return parsed as UpdateRecord;
   } catch {
     return undefined;
   }
+}
+
+/** What a stack operation's report says of why it ran: its message's record. */
+export function operationRecord(message: string | undefined): Pick<StackOperation, "update"> {
+  const record = parseUpdateMessage(message);
+  return record ? { update: record } : {};
 }

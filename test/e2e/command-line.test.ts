@@ -17,6 +17,8 @@ import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { denyWrites, holdWrites } from "../helpers/hold.ts";
+import { appstackAs, grantPerson } from "../helpers/person.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { fieldManager } from "../../components/metadata.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type CliResult, type OperatorProcess } from "../helpers/operator.ts";
 
@@ -69,8 +71,9 @@ function finished(child: ReturnType<typeof spawn>): Promise<CliResult> {
   }));
 }
 
-async function history(kind: WorkloadKind, name: string): Promise<HistoryRow[]> {
-  const result = await appstack("history", `${kind.toLowerCase()}/${name}`, "-n", namespace, "-o", "json");
+/** `kubectl appstack history`: from the object's status, or with `--stack` from the stack's own history. */
+async function history(kind: WorkloadKind, name: string, ...flags: string[]): Promise<HistoryRow[]> {
+  const result = await appstack("history", `${kind.toLowerCase()}/${name}`, "-n", namespace, "-o", "json", ...flags);
   assert.equal(result.status, 0, result.stderr);
   return JSON.parse(result.stdout) as HistoryRow[];
 }
@@ -92,6 +95,12 @@ function folderBytes(path: string): number {
   if (!stat.isDirectory()) return stat.size;
   return readdirSync(path).reduce((sum, entry) => sum + folderBytes(join(path, entry)), 0);
 }
+
+/**
+ * What a row says of its update, whichever history it comes from: not its time (the engine's clock
+ * and the operator's differ), nor a failure's resource counts, which only Pulumi's history keeps.
+ */
+const sameUpdate = ({ time: _time, error: _error, changes, ...row }: HistoryRow) => ({ ...row, ...(row.result === "failed" ? {} : { changes }) });
 
 async function deployment(name: string): Promise<V1Deployment | undefined> {
   return orUndefined(() => cluster().apps.readNamespacedDeployment({ name, namespace }));
@@ -118,8 +127,9 @@ test("history: one row per update, with the generation applied and why: created,
   assert.match(rows[1]!.reason, /spec changed \(generation 1 -> 2\)/);
   assert.deepEqual(rows[2]!.fields, ["Deployment web: spec.replicas"]);
   assert.ok(rows.every((row, i) => i === 0 || row.time >= rows[i - 1]!.time), "oldest first");
-  // Each row is one of Pulumi's own history entries in the state folder.
+  // Each row is one of Pulumi's own history entries in the state folder, and says what the stack's history says.
   assert.equal(historyEntries("App", "web").length, rows.length);
+  assert.deepEqual(rows.map(sameUpdate), (await history("App", "web", "--stack")).map(sameUpdate));
 
   const table = await appstack("history", "app/web");
   assert.equal(table.status, 0, table.stderr);
@@ -138,7 +148,7 @@ test("history: a failed update and its retry, each a row; the oldest row pruned 
     await denial.remove();
   }
   assert.equal((await deployment("web"))?.spec?.replicas, 3);
-  const rows = await history("App", "web");
+  const rows = await history("App", "web", "--stack");
   assert.deepEqual(rows.map((r) => [r.operation, r.result, r.generation, r.why, r.attempt]), [
     ["update", "succeeded", 2, "spec", undefined],
     ["update", "succeeded", 2, "drift", undefined],
@@ -147,6 +157,11 @@ test("history: a failed update and its retry, each a row; the oldest row pruned 
   ], `the last ${historyLimit} updates`);
   assert.equal(rows[3]!.reason, "retry 2: spec changed (generation 2 -> 3)");
   assert.equal(historyEntries("App", "web").length, historyLimit);
+  // The status keeps its own ten: the created one too, and the failure's message.
+  const fromStatus = await history("App", "web");
+  assert.deepEqual(fromStatus.slice(1).map(sameUpdate), rows.map(sameUpdate));
+  assert.deepEqual([fromStatus[0]!.why, fromStatus.length], ["created", historyLimit + 1]);
+  assert.match(fromStatus[3]!.error ?? "", /denied by the test/i);
 });
 
 test("approve: refused without a terminal, declined and confirmed on one (exactly the waiting plan), refused when no plan waits", async () => {
@@ -264,7 +279,7 @@ test("status: exit 0 once nothing needs a person (the plan approved, the conflic
   await eventWithReason(cluster().core, namespace, "drifty", "PlanApplied");
   assert.equal((await deployment("drifty"))?.spec?.replicas, 1);
   // An approved drift repair: a refresh, then the update of the approved plan, both saying why.
-  const repaired = (await history("App", "drifty")).slice(1);
+  const repaired = (await history("App", "drifty", "--stack")).slice(1);
   assert.deepEqual(repaired.map((r) => [r.operation, r.why, r.fields]), [["refresh", "approved", ["Deployment drifty: spec.replicas"]], ["update", "approved", ["Deployment drifty: spec.replicas"]]]);
   const settled = await appstack("status", "-o", "yaml");
   assert.equal(settled.status, 0, settled.stdout);
@@ -273,12 +288,51 @@ test("status: exit 0 once nothing needs a person (the plan approved, the conflic
   assert.deepEqual([after?.metadata?.uid, after?.metadata?.generation], [theirClash?.metadata?.uid, theirClash?.metadata?.generation], "the other party's Deployment is untouched");
 });
 
+test("a person with only a kubeconfig and a Role in one namespace (get, list, patch): history, status and approve there; refused in another namespace", async () => {
+  const { cluster: local } = cluster();
+  const kc = loadKubeConfig(local.kubeconfig);
+  await grantPerson(kc, "alice", namespace);
+  await cluster().core.createNamespace({ body: { metadata: { name: "team-b" } } });
+  await workloads.create({ kind: "App", metadata: { name: "team-b-web", namespace: "team-b" }, spec: { image: "nginx:1.27", replicas: 1, port: 80 } });
+  await workloads.ready("App", "team-b", "team-b-web");
+  const as = (...args: string[]) => appstackAs(local.kubeconfig, bin, "alice", ...args);
+
+  const rows = await as("history", "app/web", "-n", namespace, "-o", "json");
+  assert.equal(rows.status, 0, rows.stderr);
+  assert.deepEqual((JSON.parse(rows.stdout) as HistoryRow[]).map(sameUpdate), (await history("App", "web")).map(sameUpdate));
+  const status = await as("status", "-n", namespace, "-o", "json");
+  assert.ok(status.status === 0 || status.status === 3, status.stderr);
+  assert.ok((JSON.parse(status.stdout) as ObjectState[]).some((state) => state.name === "web"));
+
+  await workloads.create({ kind: "App", metadata: { name: "alices", namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80, updatePolicy: "Preview" } });
+  const waiting = await workloads.condition("App", namespace, "alices", "Ready", "False");
+  assert.equal(waiting.status?.conditions?.find((c) => c.type === "Ready")?.reason, "AwaitingApproval");
+  const approved = await as("approve", "app/alices", "-n", namespace, "--yes");
+  assert.equal(approved.status, 0, approved.stderr);
+  await workloads.ready("App", namespace, "alices");
+
+  // Another team's namespace: the API server's refusal, in its words.
+  for (const args of [["history", "app/team-b-web"], ["status"], ["approve", "app/team-b-web", "--yes"]]) {
+    const refused = await as(...args, "-n", "team-b");
+    assert.equal(refused.status, 1, `${args.join(" ")}: ${refused.stdout}`);
+    assert.match(refused.stderr, /HTTP 403: .*User "alice" cannot (get|list) resource "(apps|memcacheds)" in API group "appstack.dev" in the namespace "team-b"/, args.join(" "));
+  }
+  await workloads.delete("App", "team-b", "team-b-web");
+  await workloads.delete("App", namespace, "alices");
+  await workloads.gone("App", "team-b", "team-b-web");
+  await workloads.gone("App", namespace, "alices");
+});
+
 test("history of a deleted object: its rows, the destroy the last, kept aside; nothing else of its stack left in the state folder", async () => {
   await workloads.delete("App", namespace, "web");
   await workloads.gone("App", namespace, "web");
   await eventually("the Deployment web to be gone", async () => ((await deployment("web")) === undefined ? true : undefined));
   await assert.rejects(cluster().core.readNamespacedService({ name: "web", namespace }), (error) => isNotFound(error));
-  const result = await appstack("history", "app/web", "-o", "json");
+  // Gone from the API server, its status too: the kept rows are in the operator's state.
+  const gone = await appstack("history", "app/web");
+  assert.equal(gone.status, 1);
+  assert.match(gone.stderr, /app\/web not found in namespace default; a deleted object's kept history is in the operator's state: --stack/);
+  const result = await appstack("history", "app/web", "--stack", "-o", "json");
   assert.equal(result.status, 0, result.stderr);
   assert.match(result.stderr, /app\/web in namespace default was deleted at \S+: its stack is removed; these rows were kept from its history/);
   const rows = JSON.parse(result.stdout) as HistoryRow[];
@@ -314,8 +368,10 @@ test("bounded state: a churn of updates keeps the last N per stack, and no backu
   }
   assert.equal(historyEntries("App", "churn").length, historyLimit);
   assert.equal(existsSync(join(operator!.stateDir, "backend", ".pulumi", "backups")), false, "no backup copies");
-  const rows = await history("App", "churn");
-  assert.deepEqual(rows.map((r) => r.generation), [3, 4, 5, 6], "the last updates, oldest first");
+  const rows = await history("App", "churn", "--stack");
+  assert.deepEqual(rows.map((r) => r.generation), [3, 4, 5, 6], "the stack's last updates, oldest first");
+  // The status's own bound (10) is its own: all six there.
+  assert.deepEqual((await history("App", "churn")).map((r) => r.generation), [1, 2, 3, 4, 5, 6]);
   const perUpdate = Math.round(sizes[1]! - sizes[0]!);
   t.diagnostic(`checkpoint ${statSync(stackFile).size} B; history per update ${perUpdate} B; history folder after ${updates} updates ${sizes.at(-1)} B (bound ${historyLimit}); sizes ${sizes.join(", ")}`);
   assert.ok(sizes.at(-1)! <= sizes[historyLimit - 1]! * 1.1, `the history folder stops growing at ${historyLimit} updates: ${sizes.join(", ")}`);

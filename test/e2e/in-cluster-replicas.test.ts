@@ -25,6 +25,8 @@ import { isReady, killContainer, livePodsOf, operatorNamespace, operatorSelector
 import { podMetrics } from "../helpers/operator-pod.ts";
 import { metricValue, Workloads } from "../helpers/operator.ts";
 import { realNodeSkip } from "../helpers/real-node-gate.ts";
+import { assertReadsThroughRbac } from "../helpers/person.ts";
+import { installPluginBin } from "../../operator/cmd/plugin-bin.ts";
 
 const skip = realNodeSkip("images and node");
 const enabled = skip === false;
@@ -167,6 +169,10 @@ test("`pulumi up` with appstack:replicas 2 and a postgres:// backendUrl: two pod
   const stacks = await stateKeys("stacks");
   for (const name of [leaderApp, otherApp]) assert.ok(stacks.some((key) => key.endsWith(`/${stackName("App", namespace, name)}.json`)), `${name}'s stack in ${stacks.join(", ")}`);
   assert.deepEqual(await stateKeys("locks"), []);
+});
+
+test("a person with a Role in default only and nothing but a kubeconfig reads an App's history and the status through the API server (the stacks are in PostgreSQL); refused in another namespace", { skip, timeout: 300_000 }, async () => {
+  await assertReadsThroughRbac(loadKubeConfig(cluster!.kubeconfig), cluster!.kubeconfig, installPluginBin(join(stateDir, "bin")), "bob", namespace, otherApp, "kube-system");
 });
 
 test("the leading replica's pod deleted while it updates its App (held at admission): it stops within its grace, the held change and one made during its shutdown are both applied, the other replica's App untouched", { skip, timeout: 900_000 }, async () => {

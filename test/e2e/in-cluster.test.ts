@@ -4,7 +4,7 @@
 // really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
 // cluster for the file. Needs root and Debian's packages (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -22,6 +22,9 @@ import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
 import { isReady, killContainer, operatorNamespace, podGoneWithLog, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
 import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
 import { realNodeSkip } from "../helpers/real-node-gate.ts";
+import { kubectlApply, liveObjects, manifestObjects, renderedInstall, stackObjects } from "../helpers/install-objects.ts";
+import { assertReadsThroughRbac } from "../helpers/person.ts";
+import { installPluginBin } from "../../operator/cmd/plugin-bin.ts";
 
 const skip = realNodeSkip("images and node");
 const enabled = skip === false;
@@ -76,6 +79,9 @@ let operatorPod: V1Pod;
 
 /** The Pod Security level a namespace enforces (its label), if any. */
 const enforcedPodSecurity = async (name: string) => (await core.readNamespace({ name })).metadata?.labels?.["pod-security.kubernetes.io/enforce"];
+/** The live objects of the first install (`pulumi up`), read once it was Ready. */
+let pulumiInstall: Awaited<ReturnType<typeof liveObjects>> = [];
+
 /** The install's appstack:podStartTimeoutSeconds. */
 const podStartTimeoutSeconds = 30;
 const envValue = (container: V1Container | undefined, name: string) => container?.env?.find((e) => e.name === name)?.value;
@@ -103,6 +109,10 @@ test("`pulumi up` installs the operator from the image into a namespace that enf
     return pod && isReady(pod) ? pod : undefined;
   }, waitMs);
   figure(`install: pulumi up to operator pod Ready ${secondsSince(started)} s`);
+  // What `pulumi up` made, as the API server has it: the rendered install is compared with it at the end.
+  const exported = join(stateDir, "install-export.json");
+  await pulumiOk("stack", "export", "--file", exported, "--stack", stack);
+  pulumiInstall = await liveObjects(loadKubeConfig(cluster!.kubeconfig), stackObjects(exported));
   assert.equal(operatorPod.spec?.nodeName, cluster!.realNode!.nodeName);
   assert.equal(operatorPod.status?.phase, "Running");
   const [status] = operatorPod.status?.containerStatuses ?? [];
@@ -187,6 +197,10 @@ async function namesImagePull(name: string, image: string): Promise<void> {
   assert.match(condition.message, new RegExp(`container app (ImagePullBackOff|ErrImagePull) \\(image ${image.replace(/[./]/g, "\\$&")}\\)`));
   assert.equal((await workloads.get("App", hardened, name)).status?.podsNotStarting, 1);
 }
+
+test("a person with a Role in default only and nothing but a kubeconfig reads the App's history and the status through the API server (the operator's state is a volume in its pod); refused in another namespace", { skip, timeout: 300_000 }, async () => {
+  await assertReadsThroughRbac(loadKubeConfig(cluster!.kubeconfig), cluster!.kubeconfig, installPluginBin(join(stateDir, "bin")), "alice", namespace, "web", "kube-system");
+});
 
 test("in a namespace that enforces Pod Security restricted: a Memcached and a Restricted App are Ready and serve, an App whose image needs root is Stalled naming PodSecurity, an image that cannot be pulled is named, then Stalled", { skip, timeout: 600_000 }, async () => {
   await core.createNamespace({ body: { metadata: { name: hardened, labels: { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" } } } });
@@ -499,4 +513,55 @@ test("a watchNamespaces install: a new pod recovers the stack lock of a killed p
 
   await pulumiOk("destroy", "--yes", "--skip-preview", "--stack", stack);
   await assert.rejects(core.readNamespace({ name: operatorNamespace }), isNotFound);
+});
+
+/** The operator pod Ready on `image`, once no pod named in `gone` is left. */
+function operatorPodOn(image: string, gone: readonly string[] = []): Promise<V1Pod> {
+  return eventually(`the operator pod Ready on ${image}`, async () => {
+    const pods = await podsOf(operatorNamespace, "app.kubernetes.io/name=appstack-operator");
+    if (pods.some((pod) => gone.includes(pod.metadata!.name!))) return undefined;
+    const [pod] = pods;
+    return pods.length === 1 && pod && isReady(pod) && pod.spec?.containers[0]?.image === image ? pod : undefined;
+  }, waitMs);
+}
+
+test("the rendered install (`appstack manifests`, applied with `kubectl apply --server-side`) makes the same live objects as `pulumi up`; applying the next version's rendering upgrades it, its App untouched", { skip, timeout: 900_000 }, async () => {
+  const kc = loadKubeConfig(cluster!.kubeconfig);
+  // The first install's configuration; its passphrase from a Secret the person makes, of the name the install would give it.
+  const flags = ["--passphrase-secret", "appstack-operator-passphrase", "--pod-start-timeout-seconds", String(podStartTimeoutSeconds)];
+  let started = Date.now();
+  const first = await renderedInstall(...flags, "--image", "appstack:0.1.0");
+  figure(`appstack manifests rendered the install in ${secondsSince(started)} s`);
+  const refs = manifestObjects(first);
+  const made = pulumiInstall.filter((object) => !object.key.startsWith("Secret "));
+  assert.deepEqual(refs.map((ref) => `${ref.kind} ${ref.namespace ?? ""}/${ref.name}`).sort((a, b) => a.localeCompare(b)), made.map((object) => object.key));
+  assert.ok(!first.includes("in-cluster-passphrase") && !refs.some((ref) => ref.kind === "Secret"), "no Secret, no passphrase rendered");
+
+  const file = join(stateDir, "appstack.yaml");
+  writeFileSync(file, first);
+  started = Date.now();
+  await core.createNamespace({ body: { metadata: { name: operatorNamespace } } });
+  await core.createNamespacedSecret({ namespace: operatorNamespace, body: { metadata: { name: "appstack-operator-passphrase" }, stringData: { passphrase: "rendered-install" } } });
+  await kubectlApply(cluster!.kubeconfig, file);
+  operatorPod = await operatorPodOn("appstack:0.1.0");
+  figure(`rendered install: kubectl apply to operator pod Ready ${secondsSince(started)} s`);
+  assert.deepEqual(await liveObjects(kc, refs), made);
+
+  await workloads.create({ kind: "App", metadata: { name: "rendered", namespace }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } });
+  await workloads.ready("App", namespace, "rendered", waitMs);
+  const before = await apps.readNamespacedDeployment({ name: "rendered", namespace });
+
+  // The next version's rendering (the image of the upgrade test before), applied over it.
+  writeFileSync(file, await renderedInstall(...flags, "--image", "appstack:0.1.1"));
+  started = Date.now();
+  await kubectlApply(cluster!.kubeconfig, file);
+  operatorPod = await operatorPodOn("appstack:0.1.1", [operatorPod.metadata!.name!]);
+  figure(`rendered install upgraded: kubectl apply to the new operator pod Ready ${secondsSince(started)} s`);
+  const metrics = await podFirstPassDone(operatorPod, 1);
+  assert.equal(buildInfo(metrics), "0.1.1", metrics);
+  assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
+  const app = await workloads.ready("App", namespace, "rendered", waitMs);
+  assert.equal(app.status?.observedGeneration, app.metadata.generation);
+  const after = await apps.readNamespacedDeployment({ name: "rendered", namespace });
+  assert.deepEqual([after.metadata?.uid, after.metadata?.generation], [before.metadata?.uid, before.metadata?.generation]);
 });

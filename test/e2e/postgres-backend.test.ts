@@ -97,7 +97,7 @@ test("an App created, updated and deleted on the postgres backend: children on t
   assert.deepEqual(await lockRows(), []);
 
   // The destroyed stack's history was kept aside (deleted-history/ rows) and is read from there.
-  const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(repoRoot, "operator/cmd/cli.ts"), "history", "app/pg-web", "-n", namespace, "-o", "json"], {
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(repoRoot, "operator/cmd/cli.ts"), "history", "app/pg-web", "--stack", "-n", namespace, "-o", "json"], {
     env: { ...process.env, KUBECONFIG: cluster().cluster.kubeconfig, APPSTACK_STATE_DIR: operator.stateDir, APPSTACK_BACKEND_URL: server().url, APPSTACK_PASSPHRASE: "e2e-passphrase" },
     timeout: 120_000,
   });

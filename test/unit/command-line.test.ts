@@ -7,9 +7,10 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { test } from "node:test";
 import type { UpdateSummary } from "@pulumi/pulumi/automation/index.js";
-import type { App, PreviewStatus } from "../../crds/types.ts";
+import { historyMessageLimit, statusHistoryLimit, type App, type PreviewStatus, type StackOperation } from "../../crds/types.ts";
 import { updateRecord } from "../../operator/controller/update.ts";
-import { describeChangeCounts, historyRows, historyTable, summaryOf } from "../../operator/cmd/history-cli.ts";
+import { describeChangeCounts, historyRows, historyTable, statusRows, summaryOf } from "../../operator/cmd/history-cli.ts";
+import { withOperation } from "../../operator/controller/status.ts";
 import { describePlan } from "../../operator/cmd/approve-cli.ts";
 import { kubeConfigOf, namespaceOf, outputFormat, parseObjectRef } from "../../operator/cmd/kube-flags.ts";
 import { objectState, statusTable } from "../../operator/cmd/status-cli.ts";
@@ -77,6 +78,29 @@ test("history rows: oldest first, the record's generation and why, other updates
   assert.match(lines[2]!, /refresh failed\s+-\s+a person's pulumi up\s+none$/);
 });
 
+test("status.history: each up, refresh and destroy once, no preview, the newest ten, a failure's message cut; its rows are the stack history's rows", () => {
+  const operation = (minute: number, over: Partial<StackOperation> = {}): StackOperation => ({ kind: "up", result: "succeeded", startTime: `2026-01-01T10:${String(minute).padStart(2, "0")}:00Z`, endTime: `2026-01-01T10:${String(minute).padStart(2, "0")}:30Z`, ...over });
+  let history = withOperation(undefined, operation(0, { update: { generation: 1, why: "created" }, resourceChanges: { create: 3 } }));
+  // The same operation again (every status write carries the last one): kept once.
+  history = withOperation(history, operation(0, { update: { generation: 1, why: "created" }, resourceChanges: { create: 3 } }));
+  history = withOperation(history, operation(1, { kind: "preview" }));
+  assert.equal(history?.length, 1);
+  history = withOperation(history, operation(2, { result: "failed", message: "x".repeat(1000), update: { generation: 2, why: "spec", detail: "spec changed (generation 1 -> 2)" } }));
+  const cut = history![1]!.message!;
+  assert.equal(cut.length, historyMessageLimit);
+  assert.ok(cut.endsWith("…"));
+  for (let minute = 3; minute < 15; minute++) history = withOperation(history, operation(minute, { update: { generation: 2, why: "drift", fields: ["Deployment web: spec.replicas"] } }));
+  assert.deepEqual([history!.length, history![0]!.startTime, history!.at(-1)!.startTime], [statusHistoryLimit, "2026-01-01T10:05:00Z", "2026-01-01T10:14:00Z"], "the newest ten, newest last");
+
+  // A row from the status is the row the stack's history gives for the same update.
+  const approved = { generation: 2, why: "approved", plan: "abcdefabcdef", detail: "spec changed (generation 1 -> 2)", attempt: 2 } as const;
+  const [fromStatus] = statusRows([operation(20, { update: approved, resourceChanges: { update: 1, same: 2 } })]);
+  const [fromStack] = historyRows([summary({ message: updateMessage(approved), resourceChanges: { update: 1, same: 2 }, startTime: new Date("2026-01-01T10:20:00Z") })]);
+  assert.deepEqual(fromStatus, fromStack);
+  const [failed] = statusRows([operation(21, { result: "failed", message: "the API server refused it", update: { generation: 3, why: "spec" } })]);
+  assert.deepEqual([failed!.operation, failed!.result, failed!.generation, failed!.error], ["update", "failed", 3, "the API server refused it"]);
+});
+
 test("status: ready, drifted fields, the waiting plan and its age, stalled; who needs a person", () => {
   const now = new Date("2026-01-01T12:00:00Z");
   const cond = (type: "Ready" | "Reconciling" | "Stalled", status: "True" | "False", reason: string, message = "") => ({ type, status, reason, message, observedGeneration: 4, lastTransitionTime: now.toISOString() });
@@ -140,6 +164,9 @@ test("kubectl's --kubeconfig, --context and -n: the namespace from -n, else the 
     assert.equal(namespaceOf({}, kubeConfigOf({ kubeconfig: file, context: "two" })), "team-b");
     assert.equal(namespaceOf({ namespace: "team-c" }, kubeConfigOf({ kubeconfig: file, context: "two" })), "team-c");
     assert.throws(() => kubeConfigOf({ kubeconfig: file, context: "three" }), /no context "three"/);
+    // --as: the same user, acting as another (kubectl's Impersonate-User); the file is not changed.
+    assert.equal(kubeConfigOf({ kubeconfig: file, as: "alice" }).getCurrentUser()?.impersonateUser, "alice");
+    assert.equal(kubeConfigOf({ kubeconfig: file }).getCurrentUser()?.impersonateUser, undefined);
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }

@@ -1,0 +1,126 @@
+// `appstack manifests [flags]`: the install as plain YAML, for `kubectl apply --server-side`,
+// Kustomize, Argo CD or Flux, on a cluster that has neither this repository nor Pulumi. It is the
+// install program itself (index.ts, the same component `appstack pulumi up` runs) on a throwaway
+// stack whose Kubernetes provider renders to files instead of applying (the provider's
+// renderYamlToDirectory): one source for both installs. The credentials are Secrets the user
+// makes, referred to by name, so the output holds none.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { randomBytes } from "node:crypto";
+import yaml from "js-yaml";
+import { parseFlags, UsageError } from "./flags.ts";
+import { runPulumiCli } from "./pulumi-cli.ts";
+import { repoRoot } from "../../toolchain/tools.ts";
+import { buildVersion } from "../manager/build-info.ts";
+
+export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAME [flags] [-o FILE]
+  the install (CRDs, namespace, RBAC, policies, storage, the operator Deployment) as YAML, on stdout
+  or in FILE; apply it with kubectl apply --server-side -f FILE. Each flag is the install option of
+  the same name (docs/running-in-the-cluster.md):
+  --passphrase-secret NAME     a Secret you make in the operator's namespace, key passphrase (required)
+  --backend-secret NAME        a Secret you make there, key backendUrl: a postgres:// URL (default: a file backend on a volume)
+  --backend-ca-secret NAME     a Secret there, key ca.crt: the CA bundle of the database's server
+  --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
+  --storage-size SIZE  --pod-start-timeout-seconds N`;
+
+/** Each flag and the install option (`appstack:<key>`) it sets. */
+const options = {
+  "passphrase-secret": "passphraseSecret",
+  "backend-secret": "backendSecret",
+  "backend-ca-secret": "backendCaSecret",
+  namespace: "namespace",
+  image: "image",
+  replicas: "replicas",
+  "watch-namespaces": "watchNamespaces",
+  parallelism: "parallelism",
+  "storage-size": "storageSize",
+  "pod-start-timeout-seconds": "podStartTimeoutSeconds",
+} as const;
+
+/** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
+const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Deployment"];
+
+export async function runManifestsCli(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    ...Object.fromEntries(Object.keys(options).map((flag) => [flag, { type: "string" }])) as Record<keyof typeof options, { type: "string" }>,
+    output: { type: "string", short: "o" },
+  }, manifestsUsage);
+  if (!flags["passphrase-secret"]) throw new UsageError(`appstack manifests: --passphrase-secret is required: the rendered install holds no passphrase\n${manifestsUsage}`);
+  const settings = installSettings(flags);
+  const documents = await render(settings);
+  // The command line again, but where the output went.
+  const shown = argv.filter((arg, index) => !["-o", "--output"].includes(arg) && !["-o", "--output"].includes(argv[index - 1] ?? "") && !arg.startsWith("--output="));
+  const text = header(shown, flags) + documents.join("---\n");
+  if (flags.output) writeFileSync(flags.output, text);
+  else process.stdout.write(text);
+  return 0;
+}
+
+/** What the file is and what it needs, for the person who applies it later. */
+function header(shown: readonly string[], flags: Partial<Record<keyof typeof options, string>>): string {
+  const namespace = flags.namespace ?? "appstack-system";
+  const secrets = [`${flags["passphrase-secret"]} (key passphrase)`, ...(flags["backend-secret"] ? [`${flags["backend-secret"]} (key backendUrl: a postgres:// URL)`] : []), ...(flags["backend-ca-secret"] ? [`${flags["backend-ca-secret"]} (key ca.crt)`] : [])];
+  return [
+    `# appstack ${buildVersion()}: the install, rendered by \`appstack manifests ${shown.join(" ")}\`.`,
+    `# It refers to Secrets you make in namespace ${namespace}: ${secrets.join(", ")}.`,
+    "# Apply with: kubectl apply --server-side -f <this file>",
+    "",
+  ].join("\n");
+}
+
+/** One `pulumi config set`: a key (a path into a list with `path`) and its value. */
+export interface Setting {
+  readonly key: string;
+  readonly value: string;
+  readonly path?: boolean;
+}
+
+/** The stack configuration (`appstack:<key>` and its value) the flags ask for. */
+export function installSettings(flags: Partial<Record<keyof typeof options, string>>): Setting[] {
+  return (Object.entries(options) as [keyof typeof options, string][]).flatMap(([flag, key]): Setting[] => {
+    const value = flags[flag];
+    if (value === undefined) return [];
+    // A list, item by item, as `pulumi config set --path` takes it.
+    if (flag === "watch-namespaces") return value.split(",").filter(Boolean).map((item, index) => ({ key: `appstack:${key}[${index}]`, value: item, path: true }));
+    return [{ key: `appstack:${key}`, value }];
+  });
+}
+
+/** Runs the install program on a throwaway stack in a folder of its own, its provider rendering into files. */
+async function render(settings: Setting[]): Promise<string[]> {
+  const folder = mkdtempSync(join(tmpdir(), "appstack-manifests-"));
+  const rendered = join(folder, "rendered");
+  // The throwaway stack's own backend, home and passphrase: nothing of the person's Pulumi setup is read or written.
+  const env = { PULUMI_BACKEND_URL: `file://${folder}`, PULUMI_HOME: join(folder, "home"), PULUMI_CONFIG_PASSPHRASE: randomBytes(16).toString("hex") };
+  // The project in the folder, its program the repository's: the throwaway stack's configuration
+  // (Pulumi.manifests.yaml) lands there, not beside the program.
+  writeFileSync(join(folder, "Pulumi.yaml"), `${readFileSync(join(repoRoot, "Pulumi.yaml"), "utf8")}\nmain: ${relative(folder, repoRoot)}\n`);
+  const stack = ["--cwd", folder, "--stack", "manifests", "--non-interactive"];
+  const pulumi = async (...args: string[]) => {
+    const code = await runPulumiCli([...args, ...stack], { env, stdout: "stderr" });
+    if (code !== 0) throw new Error(`appstack manifests: pulumi ${args[0]} failed (exit ${code}); its output is above`);
+  };
+  try {
+    await pulumi("stack", "init");
+    for (const { key, value, path } of [...settings, { key: "kubernetes:renderYamlToDirectory", value: rendered }]) {
+      await pulumi("config", "set", "--plaintext", key, value, ...(path ? ["--path"] : []));
+    }
+    await pulumi("up", "--yes", "--skip-preview");
+    return readRendered(rendered);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/** The provider's files (0-crd/, 1-manifest/), in the order kubectl must apply them, each a YAML document. */
+function readRendered(folder: string): string[] {
+  const documents = ["0-crd", "1-manifest"].flatMap((part) => readdirSync(join(folder, part)).sort().map((file) => readFileSync(join(folder, part, file), "utf8")));
+  const rank = (text: string) => {
+    const kind = (yaml.load(text) as { kind?: string }).kind ?? "";
+    const index = kindOrder.indexOf(kind);
+    // A kind not listed goes last, where everything it may need exists.
+    return index === -1 ? kindOrder.length : index;
+  };
+  return documents.map((text) => ({ text, rank: rank(text) })).sort((a, b) => a.rank - b.rank).map(({ text }) => text);
+}

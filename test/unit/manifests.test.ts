@@ -1,0 +1,70 @@
+// `appstack manifests`: the install program rendered to YAML by the pinned engine and provider, with
+// no cluster: what it holds (every object of the install, no credential, the Secrets named), the
+// order kubectl needs, and that it leaves nothing behind (no stack file beside the program, no
+// temporary folder). Applying it to a real node is test/e2e/in-cluster.test.ts's.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import yaml from "js-yaml";
+import { repoRoot } from "../../toolchain/tools.ts";
+
+type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, unknown> };
+
+function manifests(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "manifests", ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent" } });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const leftovers = () => readdirSync(tmpdir()).filter((name) => name.startsWith("appstack-manifests-"));
+
+test("a rendered install holds every object of the install in the order kubectl needs, refers to the user's Secret and holds no credential", () => {
+  const before = leftovers();
+  const rendered = manifests("--passphrase-secret", "team-credentials", "--watch-namespaces", "team-a,team-b", "--image", "registry.example/appstack:0.1.0");
+  assert.equal(rendered.status, 0, rendered.stderr);
+  assert.match(rendered.stdout, /^# appstack \S+: the install, rendered by `appstack manifests --passphrase-secret team-credentials --watch-namespaces team-a,team-b --image registry\.example\/appstack:0\.1\.0`\.\n# It refers to Secrets you make in namespace appstack-system: team-credentials \(key passphrase\)\./);
+  const objects = yaml.loadAll(rendered.stdout) as Manifest[];
+  const names = objects.map((object) => `${object.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}`);
+  assert.deepEqual(names.filter((name) => name.startsWith("CustomResourceDefinition")), ["CustomResourceDefinition /apps.appstack.dev", "CustomResourceDefinition /memcacheds.appstack.dev"]);
+  for (const expected of ["Namespace /appstack-system", "ServiceAccount appstack-system/appstack-operator", "Deployment appstack-system/appstack-operator", "PersistentVolumeClaim appstack-system/appstack-operator-state", "RoleBinding team-a/appstack-operator-appstack", "RoleBinding team-b/appstack-operator-appstack", "ValidatingAdmissionPolicy /appstack.dev-ownership"]) {
+    assert.ok(names.includes(expected), `${expected} in ${names.join(", ")}`);
+  }
+  // CRDs, then the namespace, before anything that lives in it.
+  const firstNamespaced = objects.findIndex((object) => object.metadata.namespace === "appstack-system");
+  assert.ok(names.indexOf("Namespace /appstack-system") < firstNamespaced);
+  assert.equal(objects.findIndex((object) => object.kind !== "CustomResourceDefinition"), 2);
+  // No Secret: the passphrase comes from the user's.
+  assert.ok(!objects.some((object) => object.kind === "Secret"), names.join(", "));
+  const deployment = objects.find((object) => object.kind === "Deployment")!;
+  const container = (deployment.spec as { template: { spec: { containers: { image: string; env: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] } } }).template.spec.containers[0]!;
+  assert.equal(container.image, "registry.example/appstack:0.1.0");
+  assert.deepEqual(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE")?.valueFrom, { secretKeyRef: { name: "team-credentials", key: "passphrase" } });
+  // Nothing left: no stack configuration beside the program, no temporary folder.
+  assert.ok(!existsSync(join(repoRoot, "Pulumi.manifests.yaml")));
+  assert.deepEqual(leftovers(), before);
+});
+
+test("with a database: the URL from the user's Secret, no state volume, replicas rolling; bad options refused before anything is rendered", () => {
+  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2");
+  assert.equal(rendered.status, 0, rendered.stderr);
+  const objects = yaml.loadAll(rendered.stdout) as Manifest[];
+  assert.ok(!objects.some((object) => object.kind === "PersistentVolumeClaim" || object.kind === "Secret"));
+  const spec = objects.find((object) => object.kind === "Deployment")!.spec as { replicas: number; strategy: { type: string }; template: { spec: { containers: { env: { name: string; value?: string; valueFrom?: unknown }[] }[] } } };
+  assert.equal(spec.replicas, 2);
+  assert.equal(spec.strategy.type, "RollingUpdate");
+  const env = spec.template.spec.containers[0]!.env;
+  assert.deepEqual(env.find((e) => e.name === "APPSTACK_BACKEND_URL")?.valueFrom, { secretKeyRef: { name: "db", key: "backendUrl" } });
+  assert.equal(env.find((e) => e.name === "APPSTACK_SHARDING")?.value, "true");
+
+  const noPassphrase = manifests("--replicas", "1");
+  assert.equal(noPassphrase.status, 1);
+  assert.match(noPassphrase.stderr, /--passphrase-secret is required/);
+  assert.match(noPassphrase.stderr, /usage: appstack manifests/);
+  // The install's own checks, in its words: two replicas need a database.
+  const onVolume = manifests("--passphrase-secret", "creds", "--replicas", "2");
+  assert.equal(onVolume.status, 1);
+  assert.match(onVolume.stderr, /appstack:replicas 2 needs a PostgreSQL/);
+  assert.equal(onVolume.stdout, "");
+});
