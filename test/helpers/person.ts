@@ -3,7 +3,7 @@
 // kubectl's `--as`, from the cluster's admin kubeconfig) and no appstack setting in the environment.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig, V1PolicyRule } from "@kubernetes/client-node";
@@ -31,6 +31,7 @@ export function appstackAs(kubeconfig: string, pluginBin: string, user: string, 
   const home = mkdtempSync(join(tmpdir(), "appstack-person-"));
   return new Promise((resolve) => {
     execFile(toolPath("kubectl"), ["appstack", ...args, `--as=${user}`], { env: { PATH: `${pluginBin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: kubeconfig, HOME: home }, timeout: 120_000, encoding: "utf8" }, (error, stdout, stderr) => {
+      rmSync(home, { recursive: true, force: true });
       resolve({ status: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
     });
   });
