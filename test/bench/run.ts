@@ -1,6 +1,6 @@
 // `npm run bench`: appstack against a minimal client-node SSA reconciler on the same local
 // cluster. N Apps are applied at once; the clock runs until every one is Ready. Prints a Markdown
-// table for docs/benchmark.md. A benchmark, not a test: nothing here asserts on time.
+// table for docs/measurements.md. A benchmark, not a test: nothing here asserts on time.
 import { type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";

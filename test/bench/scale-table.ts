@@ -1,4 +1,4 @@
-// The Markdown the scale round (scale.ts) prints for docs/benchmark.md.
+// The Markdown the scale round (scale.ts) prints for docs/measurements.md.
 import { cpus } from "node:os";
 import { requestTable, type RequestRate } from "./apiserver-requests.ts";
 import { cpuTable, totalCpu, type CpuSplit } from "./cpu.ts";

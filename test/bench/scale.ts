@@ -2,7 +2,7 @@
 // against the baseline's copies of them in the same run, on a cluster with kwok nodes for all of
 // them; then what those objects cost appstack once they exist: its memory, a quiet minute, a
 // restart (every object reconciled again, as a resync does), its state on disk and the backend's
-// `pulumi stack ls`. Prints Markdown for docs/benchmark.md; nothing here asserts on time.
+// `pulumi stack ls`. Prints Markdown for docs/measurements.md; nothing here asserts on time.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// The Markdown tables the benchmark prints for docs/benchmark.md, and the figures they are made of.
+// The Markdown tables the benchmark prints for docs/measurements.md, and the figures they are made of.
 import { cpus } from "node:os";
 import { defaultConcurrency } from "../../operator/manager/config.ts";
 import { cpuTable, type CpuSplit } from "./cpu.ts";
