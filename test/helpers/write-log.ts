@@ -120,16 +120,22 @@ export async function recordWrites(local: ClusterFiles, namespace: string): Prom
 
 /**
  * The objects written by two users in overlapping windows: one whose writers, in order, return to
- * a user after another one wrote (A, B, A). Objects only move forward between replicas here, so
- * each object's writers must form runs of one user each.
+ * a user after another one wrote (A, B, A) while that other one still ran. An object handed back
+ * (A, B, A with B gone, by `goneAt`, before A's return: a replica killed, or frozen and exited) is
+ * no overlap: its writers' windows follow one another.
  */
-export function interleavedWriters(writes: readonly Write[], users: (user: string) => boolean): string[] {
-  const runs = new Map<string, string[]>();
+export function interleavedWriters(writes: readonly Write[], users: (user: string) => boolean, goneAt: ReadonlyMap<string, number> = new Map()): string[] {
+  const runs = new Map<string, { user: string; at: number }[]>();
+  const overlapping = new Set<string>();
   for (const write of writes) {
     if (!users(write.user)) continue;
     const run = runs.get(write.object) ?? [];
-    if (run.at(-1) !== write.user) run.push(write.user);
+    if (run.at(-1)?.user !== write.user) {
+      const earlier = run.map((entry) => entry.user).lastIndexOf(write.user);
+      if (earlier >= 0 && run.slice(earlier + 1).some((entry) => (goneAt.get(entry.user) ?? Infinity) > write.at)) overlapping.add(write.object);
+      run.push({ user: write.user, at: write.at });
+    }
     runs.set(write.object, run);
   }
-  return [...runs].filter(([, run]) => new Set(run).size !== run.length).map(([object, run]) => `${object}: ${run.join(" -> ")}`);
+  return [...overlapping].map((object) => `${object}: ${runs.get(object)!.map((entry) => entry.user).join(" -> ")}`);
 }
