@@ -13,7 +13,7 @@ import { stackName, projectName } from "../pulumi/stack-names.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { stateStore } from "../pulumi/state-store.ts";
 import { DeletedHistory, type StoredUpdate } from "../pulumi/deleted-history.ts";
-import { describeWhy, parseUpdateMessage, type UpdateWhy } from "../pulumi/update-messages.ts";
+import { describeWhy, parseUpdateMessage, type UpdateRecord, type UpdateWhy } from "../pulumi/update-messages.ts";
 import { readWorkload } from "../kube/clients.ts";
 import { statusHistoryLimit, type StackOperation, type WorkloadKind } from "../../crds/types.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
@@ -67,14 +67,21 @@ export function historyRows(summaries: readonly Summary[]): HistoryRow[] {
       time: new Date(summary.startTime).toISOString(),
       operation: summary.kind,
       result: summary.result,
-      ...(record ? { generation: record.generation, why: record.why } : {}),
-      reason: record ? describeWhy(record) : summary.message || "(no message)",
-      ...(record?.fields ? { fields: record.fields } : {}),
-      ...(record?.plan ? { plan: record.plan } : {}),
-      ...(record?.attempt ? { attempt: record.attempt } : {}),
+      ...recordColumns(record, summary.message || "(no message)"),
       changes: summary.resourceChanges ?? {},
     };
   });
+}
+
+/** What a row says of why its update ran: the record's fields, or `otherwise` for an update appstack did not record. */
+function recordColumns(record: UpdateRecord | undefined, otherwise: string): Pick<HistoryRow, "generation" | "why" | "reason" | "fields" | "plan" | "attempt"> {
+  return {
+    ...(record ? { generation: record.generation, why: record.why } : {}),
+    reason: record ? describeWhy(record) : otherwise,
+    ...(record?.fields ? { fields: record.fields } : {}),
+    ...(record?.plan ? { plan: record.plan } : {}),
+    ...(record?.attempt ? { attempt: record.attempt } : {}),
+  };
 }
 
 /** The rows of an object's status.history (oldest first already): the same row for the same update as historyRows gives. */
@@ -86,11 +93,7 @@ export function statusRows(history: readonly StackOperation[]): HistoryRow[] {
       // As Pulumi's history names an up.
       operation: operation.kind === "up" ? "update" : operation.kind,
       result: operation.result,
-      ...(record ? { generation: record.generation, why: record.why } : {}),
-      reason: record ? describeWhy(record) : "(not recorded)",
-      ...(record?.fields ? { fields: record.fields } : {}),
-      ...(record?.plan ? { plan: record.plan } : {}),
-      ...(record?.attempt ? { attempt: record.attempt } : {}),
+      ...recordColumns(record, "(not recorded)"),
       changes: operation.resourceChanges ?? {},
       ...(operation.result === "failed" && operation.message ? { error: operation.message } : {}),
     };
