@@ -62,7 +62,7 @@ const healthPort = 8081;
 export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
 
 /**
- * Sized from a measured peak (2026-11-25, at 2c3ab66, test/e2e/in-cluster.test.ts): the operator pod
+ * Sized from a measured peak (2026-11-25, at 2c3ab66, test/real-node/in-cluster.test.ts): the operator pod
  * on a real node at the default parallelism of 3, six Apps created at once then deleted at once (three
  * engines at once), peaked at 339 MiB in its memory cgroup (page cache included: what a limit
  * counts), 115 MiB idle. The request is that peak with half again as headroom (512 MiB); the limit,

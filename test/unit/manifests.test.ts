@@ -1,7 +1,7 @@
 // `appstack manifests`: the install program rendered to YAML by the pinned engine and provider, with
 // no cluster: what it holds (every object of the install, no credential, the Secrets named), the
 // order kubectl needs, and that it leaves nothing behind (no stack file beside the program, no
-// temporary folder). Applying it to a real node is test/e2e/in-cluster.test.ts's.
+// temporary folder). Applying it to a real node is test/real-node/in-cluster.test.ts's.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
