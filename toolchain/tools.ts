@@ -91,6 +91,23 @@ export const nodeTools: readonly Tool[] = [
   },
 ];
 
+/** What upstream's release build stamps: without it the API server's /version says v0.0.0-master. */
+function kubeVersionFlags(version: string): string[] {
+  const [major, minor] = version.slice(1).split(".");
+  const flag = "k8s.io/component-base/version";
+  return [`-X ${flag}.gitVersion=${version}`, `-X ${flag}.gitMajor=${major}`, `-X ${flag}.gitMinor=${minor}`, `-X ${flag}.gitTreeState=clean`];
+}
+
+/**
+ * The oldest Kubernetes minor appstack supports (docs/install.md): its control plane, for a cluster
+ * that asks for it (ClusterOptions.controlPlane), built then and not by `npm run toolchain`. Its own
+ * module, so that its pin never touches toolchain/kube's. etcd and kwok stay toolchain/kube's and
+ * toolchain/kwok's. Not found by toolByName: these binaries share the current ones' names.
+ */
+export const oldestControlPlaneTools: readonly Tool[] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"].map(
+  (name): Tool => ({ binary: name, moduleDir: "kube-1.30", goPackage: `k8s.io/kubernetes/cmd/${name}`, pinnedModule: "k8s.io/kubernetes", ldflags: kubeVersionFlags }),
+);
+
 export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus" | NodeToolName;
 export type NodeToolName = "kubelet" | "kube-proxy" | "pause" | "local-path-provisioner";
 

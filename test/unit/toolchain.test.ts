@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { createClusterPki } from "../../toolchain/cluster/pki.ts";
 import { cniConfig } from "../../toolchain/cluster/node-network.ts";
-import { kubernetesProviderVersion, nodeTools, pinnedVersion, repoRoot, toolByName, toolCacheDir, tools } from "../../toolchain/tools.ts";
+import { kubernetesProviderVersion, nodeTools, oldestControlPlaneTools, pinnedVersion, repoRoot, toolByName, toolCacheDir, tools } from "../../toolchain/tools.ts";
 
 const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
   packages: Record<string, { version: string }>;
@@ -50,6 +50,15 @@ test("the real node's kubelet and kube-proxy are the control plane's Kubernetes 
   assert.equal(pinnedVersion(toolByName("kubelet")), pinnedVersion(toolByName("kube-apiserver")));
   assert.equal(pinnedVersion(toolByName("kube-proxy")), pinnedVersion(toolByName("kube-apiserver")));
   assert.deepEqual(tools.filter((tool) => nodeTools.includes(tool)), []);
+});
+
+test("the oldest supported control plane is Kubernetes 1.30, in cache folders of its own, and `npm run toolchain` does not build it", () => {
+  assert.deepEqual(oldestControlPlaneTools.map((tool) => tool.binary), ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]);
+  for (const tool of oldestControlPlaneTools) {
+    assert.match(pinnedVersion(tool), /^v1\.30\.\d+$/);
+    assert.notEqual(toolCacheDir(tool), toolCacheDir(toolByName(tool.binary as "kube-apiserver")));
+  }
+  assert.deepEqual(tools.filter((tool) => oldestControlPlaneTools.includes(tool)), []);
 });
 
 test("a real node's API server certificate also names the node's bridge address", () => {

@@ -5,7 +5,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { toolPath, type ToolName } from "../tools.ts";
+import { buildTool } from "../build.ts";
+import { toolBinary, toolPath, type Tool, type ToolName } from "../tools.ts";
 import { kubeconfigYaml } from "./kubeconfig.ts";
 import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, waitForServiceAccount } from "./readiness.ts";
 import { createClusterPki, type ClusterPki } from "./pki.ts";
@@ -47,6 +48,11 @@ export interface ClusterOptions {
    * provisioner): pods run, Services answer, claims bind. One such cluster per machine at a time.
    */
   readonly realNode?: boolean;
+  /**
+   * Another Kubernetes release's kube-apiserver, kube-controller-manager and kube-scheduler (for
+   * example tools.ts's oldestControlPlaneTools), built here on first use; toolchain/kube's by default.
+   */
+  readonly controlPlane?: readonly Tool[];
   /** A PostgreSQL server beside etcd (postgres.ts), for Pulumi's `postgres://` backend; stopped with the cluster. */
   readonly postgres?: boolean;
   /** Keep running after this process exits (the `cluster up` command). */
@@ -212,6 +218,15 @@ function writeCredentials(state: ClusterState, apiserverAddress: string, apiserv
   return pki;
 }
 
+/** Builds `controlPlane` (once per pin); the binary that runs each tool, toolPath's where the list names none. */
+function controlPlaneBinaries(controlPlane: readonly Tool[] = [], log: (line: string) => void): (tool: ToolName) => string {
+  for (const tool of controlPlane) buildTool(tool, log);
+  return (name) => {
+    const other = controlPlane.find((tool) => tool.binary === name);
+    return other ? toolBinary(other) : toolPath(name);
+  };
+}
+
 export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
   const log = options.log ?? (() => undefined);
   const detached = options.detached ?? false;
@@ -221,6 +236,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   const existing = readState(dir);
   if (existing && existing.components.some((c) => isRunning(c, dir))) throw new Error(`cluster ${name} is already running (${dir})`);
   refuseRealNode(options);
+  const binaryOf = controlPlaneBinaries(options.controlPlane, log);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "logs"), { recursive: true });
 
@@ -238,7 +254,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     saveState(state);
     return proc;
   };
-  const launch = (component: string, tool: ToolName, toolArgs: string[]) => launchBinary(component, toolPath(tool), toolArgs);
+  const launch = (component: string, tool: ToolName, toolArgs: string[]) => launchBinary(component, binaryOf(tool), toolArgs);
   const onExit = () => {
     killComponentsNow(state.components, dir);
     if (state.realNode) tearDownRealNodeNow(state.realNode, dir);
