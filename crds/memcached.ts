@@ -1,6 +1,6 @@
 // Memcached: the classic operator example, as an appstack kind.
 import { imageSchema } from "./app.ts";
-import { ageColumn, customResourceDefinition, planColumn, podSecuritySchema, readyReasonColumn, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
+import { ageColumn, customResourceDefinition, planColumn, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
 
 export const defaultMemcachedImage = "memcached:1.6";
 
@@ -21,6 +21,7 @@ export const memcachedCrd = customResourceDefinition(
         image: { ...imageSchema, default: defaultMemcachedImage, description: `The memcached image (default ${defaultMemcachedImage}).` },
         updatePolicy: updatePolicySchema,
         podSecurity: podSecuritySchema("Restricted", defaultMemcachedUser),
+        suspend: suspendSchema,
       },
     },
     status: workloadStatus({

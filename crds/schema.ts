@@ -56,7 +56,7 @@ function operation(description: string): JsonSchema {
         required: ["generation", "why"],
         properties: {
           generation: { type: "integer", format: "int64", description: "The object's generation it applied." },
-          why: { type: "string", enum: [...updateWhys], description: "created (the first update), spec (a new spec), drift (children repaired), approved (a plan a person approved), program (a new operator program), interrupted (an unfinished operation completed), deleted." },
+          why: { type: "string", enum: [...updateWhys], description: "created (the first update), spec (a new spec), drift (children repaired), approved (a plan a person approved), program (a new operator program), interrupted (an unfinished operation completed), deleted, requested (the annotation appstack.dev/reconcile-requested-at)." },
           detail: { type: "string", description: "The decision, in words." },
           fields: { type: "array", items: { type: "string" }, description: "For a drift repair: what differed (Deployment web: spec.replicas)." },
           plan: { type: "string", description: "For an approved plan: its id." },
@@ -110,6 +110,12 @@ export const updatePolicySchema: JsonSchema = {
   description: "Auto applies every change. Preview only previews changes; annotate appstack.dev/approve=<status.preview.planId> to apply that plan.",
 };
 
+/** Shared by both kinds' specs. */
+export const suspendSchema: JsonSchema = {
+  type: "boolean",
+  description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs; a deletion still destroys them. false again applies whatever changed meanwhile.",
+};
+
 /** Shared by both kinds' specs; each kind has its own default profile. */
 export function podSecuritySchema(defaultProfile: PodSecurityProfile, defaultUser?: number): JsonSchema {
   const user = defaultUser === undefined ? "" : ` (default ${defaultUser})`;
@@ -155,6 +161,10 @@ export function workloadStatus(extra: Record<string, JsonSchema> = {}): JsonSche
       stack,
       preview,
       history,
+      lastHandledReconcileAt: {
+        type: "string",
+        description: "The last value of the annotation appstack.dev/reconcile-requested-at whose refresh and up have ended (succeeded or failed: read the conditions); not changed while the object is suspended.",
+      },
       ...extra,
     },
   };

@@ -40,6 +40,13 @@ export const updatePolicies: readonly UpdatePolicy[] = ["Auto", "Preview"];
 export const approveAnnotation = "appstack.dev/approve";
 
 /**
+ * Set to any new value (a timestamp, say) to run a refresh and `up` now, even when nothing seems
+ * to differ; status.lastHandledReconcileAt says when the value has been handled. Flux's
+ * `reconcile.fluxcd.io/requestedAt`.
+ */
+export const reconcileRequestAnnotation = "appstack.dev/reconcile-requested-at";
+
+/**
  * The Pod Security Standard the children's pods meet. Baseline: the container runs as its image
  * says (root included). Restricted: what a namespace enforcing `restricted` admits: not root, no
  * privilege escalation, every capability dropped, the runtime's default seccomp profile.
@@ -63,6 +70,8 @@ export interface AppSpec {
   updatePolicy?: UpdatePolicy;
   /** Default profile Baseline: an App's image may need root (nginx binds port 80 as root). */
   podSecurity?: PodSecurity;
+  /** True: no `up`, no drift repair, no preview, until it is false again; a deletion still destroys. */
+  suspend?: boolean;
 }
 
 export interface MemcachedSpec {
@@ -71,6 +80,8 @@ export interface MemcachedSpec {
   updatePolicy?: UpdatePolicy;
   /** Default profile Restricted, as user 11211: memcached needs no root. */
   podSecurity?: PodSecurity;
+  /** As AppSpec.suspend. */
+  suspend?: boolean;
 }
 
 /** metav1.Condition. */
@@ -89,9 +100,10 @@ export type StepCounts = Record<string, number>;
 /**
  * Why an update ran, as appstack decided it: the object's first update (created), a new spec
  * (spec), live children that differed (drift), a plan a person approved (approved), a new operator
- * program (program), an operation left unfinished (interrupted), the object's deletion (deleted).
+ * program (program), an operation left unfinished (interrupted), the object's deletion (deleted),
+ * a person's request (requested: the annotation appstack.dev/reconcile-requested-at).
  */
-export const updateWhys = ["created", "spec", "drift", "approved", "program", "interrupted", "deleted"] as const;
+export const updateWhys = ["created", "spec", "drift", "approved", "program", "interrupted", "deleted", "requested"] as const;
 export type UpdateWhy = (typeof updateWhys)[number];
 
 export interface StackOperation {
@@ -181,6 +193,8 @@ export interface WorkloadStatus {
   podsNotStarting?: number;
   /** The last statusHistoryLimit updates, refreshes and destroys of the stack, oldest first. */
   history?: StackOperation[];
+  /** The last value of the annotation appstack.dev/reconcile-requested-at that was acted on. */
+  lastHandledReconcileAt?: string;
 }
 
 export interface MemcachedStatus extends WorkloadStatus {

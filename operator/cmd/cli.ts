@@ -17,6 +17,8 @@ import { runStacksCli } from "./stacks-cli.ts";
 import { runHistoryCli } from "./history-cli.ts";
 import { runApproveCli } from "./approve-cli.ts";
 import { runStatusCli } from "./status-cli.ts";
+import { suspendCli } from "./suspend-cli.ts";
+import { runReconcileCli } from "./reconcile-cli.ts";
 import { runMainJob } from "./run.ts";
 
 const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstack <command>)
@@ -35,6 +37,8 @@ const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstac
   status|get [-n NS|-A] [-o json|yaml]   every App and Memcached: ready, drifted, awaiting approval, stalled; exit 3 when one needs a person
   history app/NAME [-o json|yaml]        what the operator did to one object, when and why (its stack's history)
   approve app/NAME [--yes]               shows the plan waiting for approval, asks, and approves exactly it
+  suspend app/NAME, resume app/NAME      spec.suspend true (nothing is applied or repaired) or false (what changed is applied)
+  reconcile app/NAME [--timeout=5m]      a refresh and pulumi up now; waits for the result (exit 0 Ready, 1 Stalled or deadline)
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached); under CI=true as root,
                          first apt-get install the Debian packages the image and real-node tests need
@@ -53,6 +57,9 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   get: runStatusCli,
   history: runHistoryCli,
   approve: runApproveCli,
+  suspend: suspendCli("suspend"),
+  resume: suspendCli("resume"),
+  reconcile: runReconcileCli,
   cluster: clusterCommand,
   pulumi: (args) => {
     buildToolchain();

@@ -31,6 +31,8 @@ export interface ObjectState {
   readonly stalled?: { readonly reason: string; readonly message: string };
   /** Pods that cannot start (status.podsNotStarting), with the Ready condition's reason for them. */
   readonly podsNotStarting: number;
+  /** spec.suspend: nothing is applied or repaired; `ready` says whether the current spec is live all the same. */
+  readonly suspended: boolean;
   readonly needsPerson: boolean;
 }
 
@@ -44,11 +46,12 @@ function driftIn(text: string | undefined): string[] {
   return listed.split("; ").filter((part) => !/^and \d+ more$/.test(part)).map(driftField);
 }
 
-/** What differs from what was applied: named by the plan waiting for approval, or by the repair under way. */
+/** What differs from what was applied: named by the plan waiting for approval, by the repair under way, or by a suspended object's Ready condition. */
 function driftOf(object: Workload): string[] {
   const reconciling = object.status?.conditions?.find((c) => c.type === "Reconciling" && c.status === "True");
   const repairing = reconciling && ["RepairingDrift", "DriftDetected"].includes(reconciling.reason) ? reconciling.message : undefined;
-  return driftIn(object.status?.preview?.reason ?? repairing);
+  const suspended = object.status?.conditions?.find((c) => c.type === "Ready" && c.reason === "Suspended")?.message;
+  return driftIn(object.status?.preview?.reason ?? repairing ?? suspended);
 }
 
 export function objectState(object: Workload): ObjectState {
@@ -68,6 +71,7 @@ export function objectState(object: Workload): ObjectState {
     ...(preview ? { awaitingApproval: { plan: preview.planId, since: preview.time, reason: preview.reason } } : {}),
     ...(stalled ? { stalled: { reason: stalled.reason, message: stalled.message } } : {}),
     podsNotStarting: object.status?.podsNotStarting ?? 0,
+    suspended: object.spec.suspend === true,
     needsPerson: preview !== undefined || stalled !== undefined,
   };
 }
@@ -79,7 +83,7 @@ export function statusTable(states: readonly ObjectState[], allNamespaces: boole
     states.map((s) => [
       ...(allNamespaces ? [s.namespace] : []),
       `${s.kind.toLowerCase()}/${s.name}`,
-      s.ready ? "True" : `False (${s.reason}${s.podsNotStarting ? `, ${s.podsNotStarting} pods not starting` : ""})`,
+      s.ready ? `True${s.suspended ? " (Suspended)" : ""}` : `False (${s.reason}${s.podsNotStarting ? `, ${s.podsNotStarting} pods not starting` : ""})`,
       s.drifted.join("; ") || "-",
       s.awaitingApproval ? `plan ${s.awaitingApproval.plan} (${age(s.awaitingApproval.since, now)})` : "-",
       s.stalled ? `${s.stalled.reason}: ${s.stalled.message}` : "-",

@@ -1,6 +1,7 @@
 // kstatus conditions: Reconciling while work is under way, Stalled when it cannot go on without a
 // change, Ready when the workload is available. Changes waiting for approval are none of the
-// three: the operator is not working and nothing failed, a person has to act. lastTransitionTime moves only when status changes.
+// three: the operator is not working and nothing failed, a person has to act; so is a suspended
+// object that holds changes back (suspension.ts). lastTransitionTime moves only when status changes.
 import type { Condition } from "../../crds/types.ts";
 
 export type Phase =
@@ -8,6 +9,8 @@ export type Phase =
   | { kind: "progressing"; reason: string; message: string }
   | { kind: "stalled"; reason: string; message: string }
   | { kind: "awaiting"; message: string }
+  /** spec.suspend (suspension.ts): `current` when nothing is held back and the rollout is complete. */
+  | { kind: "suspended"; current: boolean; message: string }
   | { kind: "deleting"; message: string };
 
 type Desired = Pick<Condition, "type" | "status" | "reason" | "message">;
@@ -32,6 +35,8 @@ function desiredConditions(phase: Phase): Desired[] {
       return kstatus(phase.reason, phase.message, { ready: false, reconciling: false, stalled: true });
     case "awaiting":
       return kstatus("AwaitingApproval", phase.message, { ready: false, reconciling: false, stalled: false });
+    case "suspended":
+      return kstatus("Suspended", phase.message, { ready: phase.current, reconciling: false, stalled: false });
     case "deleting":
       return kstatus("Deleting", phase.message, { ready: false, reconciling: true, stalled: false });
   }

@@ -4,6 +4,8 @@
 // A reconcile that finds the same record and no difference starts no Pulumi process; a difference
 // is drift, repaired with refresh and up (or previewed), whenever and however it was made.
 import { createHash } from "node:crypto";
+import type { Workload } from "../../crds/types.ts";
+import { canonicalJson } from "../base/canonical-json.ts";
 
 /** Bumped when the program's output changes for an unchanged spec, so that every object is applied anew. */
 export const programVersion = "3";
@@ -11,14 +13,37 @@ export const programVersion = "3";
 export interface Applied {
   readonly programVersion: string;
   readonly generation: number;
+  /** specDigest() of the spec applied; absent in records written before it was kept. */
+  readonly spec?: string;
+}
+
+/**
+ * What the children are made from, as a digest: the spec without `suspend`, which changes what the
+ * operator does, not what it applies. Two generations of the same digest apply the same.
+ */
+export function specDigest(spec: Workload["spec"]): string {
+  return createHash("sha256").update(canonicalJson({ ...spec, suspend: undefined })).digest("hex").slice(0, 16);
+}
+
+/**
+ * The record as it stands for the object's generation now: a newer generation whose spec differs
+ * from the applied one only in `suspend` is applied as well, with no Pulumi run (so that
+ * suspending or resuming an applied object leaves it applied, and its status current).
+ */
+export function appliedNow(applied: Applied | undefined, generation: number, spec: string): Applied | undefined {
+  if (!applied || applied.generation === generation || applied.spec !== spec || applied.programVersion !== programVersion) return applied;
+  return { ...applied, generation };
 }
 
 export type Decision =
   | { action: "none" }
-  /** A new spec (or program) to apply; `refresh` when the stack's record of the cluster cannot be trusted. */
-  | { action: "apply"; reason: string; refresh: boolean; cause: "created" | "spec" | "program" | "interrupted" }
+  /**
+   * A new spec (or program) to apply; `refresh` when the stack's record of the cluster cannot be
+   * trusted. `requested`: the value of a reconcile request (reconcile-request.ts) this run handles.
+   */
+  | { action: "apply"; reason: string; refresh: boolean; cause: "created" | "spec" | "program" | "interrupted" | "requested"; requested?: string }
   /** Drift: the live children differ from what was applied. */
-  | { action: "repair"; reason: string };
+  | { action: "repair"; reason: string; requested?: string };
 
 /** A decision that runs Pulumi. */
 export type Pending = Exclude<Decision, { action: "none" }>;
@@ -29,14 +54,19 @@ export function refreshes(decision: Pending): boolean {
 }
 
 export function encodeApplied(applied: Applied): string {
-  return `v=${applied.programVersion};g=${applied.generation}`;
+  return `v=${applied.programVersion};g=${applied.generation}${applied.spec ? `;s=${applied.spec}` : ""}`;
+}
+
+/** The record of `object`'s spec applied now by the operator's program. */
+export function appliedRecord(object: Workload): string {
+  return encodeApplied({ programVersion, generation: object.metadata.generation ?? 0, spec: specDigest(object.spec) });
 }
 
 /** The record; a record of an older format is read as no record (the object is applied anew). */
 export function decodeApplied(text: string | undefined): Applied | undefined {
-  const match = /^v=([^;]+);g=(\d+)$/.exec(text ?? "");
+  const match = /^v=([^;]+);g=(\d+)(?:;s=([0-9a-f]+))?$/.exec(text ?? "");
   if (!match) return undefined;
-  return { programVersion: match[1]!, generation: Number(match[2]) };
+  return { programVersion: match[1]!, generation: Number(match[2]), ...(match[3] ? { spec: match[3] } : {}) };
 }
 
 export interface DecisionInput {

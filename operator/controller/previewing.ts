@@ -5,7 +5,7 @@ import { approveAnnotation, type PreviewStatus, type StackStatus, type Workload 
 import { approvalOf, consumeApproval } from "./approval.ts";
 import type { Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
-import { encodeApplied, previewBasis, programVersion, refreshes, type Pending } from "./drift.ts";
+import { appliedRecord, previewBasis, refreshes, type Pending } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import type { Ownership } from "./ownership.ts";
 import { withRemovals } from "./removals.ts";
@@ -79,7 +79,7 @@ export class Previewing {
       // Nothing Pulumi manages would change (only updatePolicy did, say): record it as applied,
       // and let the live children say whether that is the truth.
       await this.deps.plans.discard(stack);
-      return this.deps.reporter.settle(object, stack, key, { ...stackStatus, appliedFingerprint: encodeApplied({ programVersion, generation: object.metadata.generation ?? 0 }) }, log);
+      return this.deps.reporter.settle(object, stack, key, { ...stackStatus, appliedFingerprint: appliedRecord(object) }, log);
     }
     const planId = await this.deps.plans.commit(stack, draft);
     const preview: PreviewStatus = { planId, generation: object.metadata.generation ?? 0, basis, reason: decision.reason, time: new Date().toISOString(), changes: planned.changes, steps: planned.steps };

@@ -2,13 +2,14 @@
 // something differs, and report what the live children say either way. It writes only children
 // that are the object's own: a child of the same name that someone else made is a conflict.
 // This file dispatches; its parts do the work: an update (update.ts), a preview for approval
-// (previewing.ts), a deletion (deletion.ts), what the engine may write (ownership.ts), and what is
-// said on the object (reporting.ts).
-import type { Workload } from "../../crds/types.ts";
+// (previewing.ts), a deletion (deletion.ts), what the engine may write (ownership.ts), what is
+// said on the object (reporting.ts), a suspended object (suspension.ts) and a person's request to
+// reconcile now (reconcile-request.ts).
+import type { StackStatus, Workload } from "../../crds/types.ts";
 import { gate } from "./approval.ts";
 import { Children, type Observed } from "./children.ts";
 import { Deletion } from "./deletion.ts";
-import { decide, decodeApplied, previewBasis, type Decision } from "./drift.ts";
+import { appliedNow, decide, decodeApplied, encodeApplied, previewBasis, specDigest, type Applied, type Decision } from "./drift.ts";
 import { ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer } from "./finalizer.ts";
@@ -18,6 +19,8 @@ import type { ShardFence } from "./shard-fence.ts";
 import { awaiting, Previewing } from "./previewing.ts";
 import { maxUnreadableRetryMs } from "./namespace-availability.ts";
 import { busyRetryMs, Reporter } from "./reporting.ts";
+import { pendingRequest, requestReason, withRequest } from "./reconcile-request.ts";
+import { isSuspended, suspendedPhase } from "./suspension.ts";
 import { Update } from "./update.ts";
 import { isConflict, parseKey, readWorkload, WriteFenced, type KubeClients } from "../kube/clients.ts";
 import { failpoint } from "../base/failpoints.ts";
@@ -51,6 +54,18 @@ export interface ReconcilerDeps {
   readonly shard?: ShardFence;
   /** How long a pod may fail to start before its object is Stalled (APPSTACK_POD_START_TIMEOUT_SECONDS); two minutes by default. */
   readonly podStartTimeoutMs?: number;
+}
+
+/**
+ * What the object's status records as applied, as it stands for its generation now, and the stack
+ * report that says so: a generation that changed nothing the children are made from (spec.suspend
+ * alone) is recorded as applied as it is (drift.ts appliedNow).
+ */
+function appliedState(object: Workload, stack: string): { applied: Applied | undefined; current: StackStatus } {
+  const recorded = decodeApplied(object.status?.stack?.appliedFingerprint);
+  const applied = appliedNow(recorded, object.metadata.generation ?? 0, specDigest(object.spec));
+  const current = stackStatusOf(object, stack);
+  return { applied, current: applied && applied !== recorded ? { ...current, appliedFingerprint: encodeApplied(applied) } : current };
 }
 
 export class Reconciler {
@@ -141,27 +156,45 @@ export class Reconciler {
   }
 
   private async reconcileObject(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
+    // A suspended object too: its deletion must destroy what it made.
     if (object.metadata.deletionTimestamp) return this.deletion.finalize(object, stack, key, log);
-    if (!hasFinalizer(object)) {
-      const added = await this.deps.bindingGuard.guarded(object.metadata.namespace, () => addFinalizer(this.deps.clients, object)).catch((error: unknown) => {
-        // Changed since the cache read it (another controller's finalizer, say): not a failure;
-        // its watch event, or this retry, brings the object back read afresh.
-        if (isConflict(error)) return undefined;
-        throw error;
-      });
-      if (!added) return { outcome: "requeued", requeueAfterMs: conflictRetryMs };
-      object.metadata = added.metadata;
-    }
+    if (!(await this.withFinalizer(object))) return { outcome: "requeued", requeueAfterMs: conflictRetryMs };
 
     const observed = await this.children.observe(object);
     if (observed.conflicts.length) return this.reporter.conflict(object, stack, key, observed, log);
-    const applied = decodeApplied(object.status?.stack?.appliedFingerprint);
+    const { applied, current } = appliedState(object, stack);
+    if (isSuspended(object)) return this.suspended(object, applied, current, observed);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
-    if (decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log);
-    if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log);
-    if (decision.action === "none") return this.reporter.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatusOf(object, stack));
-    return this.update.apply(object, stack, key, decision, observed, log);
+    const request = pendingRequest(object);
+    if (request === undefined && decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log, current);
+    // Under Preview an `up` needs an approval; what a request asks for without one is a refresh.
+    if (object.spec.updatePolicy === "Preview" && request !== undefined) return this.refreshThenGate(object, stack, key, decision, observed, log, current, { why: "requested", reason: requestReason(request), requested: request });
+    if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log, current);
+    const next = withRequest(decision, request);
+    if (next.action === "none") return this.reporter.report(object, observed.deployment, rolloutPhase(object, observed.deployment), current);
+    return this.update.apply(object, stack, key, next, observed, log);
+  }
+
+  /** Adds the finalizer unless the object has it; false when the object changed since the cache read it. */
+  private async withFinalizer(object: Workload): Promise<boolean> {
+    if (hasFinalizer(object)) return true;
+    const added = await this.deps.bindingGuard.guarded(object.metadata.namespace, () => addFinalizer(this.deps.clients, object)).catch((error: unknown) => {
+      // Changed since the cache read it (another controller's finalizer, say): not a failure;
+      // its watch event, or this retry, brings the object back read afresh.
+      if (isConflict(error)) return undefined;
+      throw error;
+    });
+    if (!added) return false;
+    object.metadata = added.metadata;
+    return true;
+  }
+
+  /** spec.suspend: nothing runs; the status says what the children are and what resuming would change. */
+  private suspended(object: Workload, applied: Applied | undefined, current: StackStatus, observed: Observed): Promise<HandlerResult> {
+    const phase = suspendedPhase({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: rolloutPhase(object, observed.deployment) });
+    // No retry is due while nothing runs; a plan waiting for approval waits on.
+    return this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined }, object.status?.preview);
   }
 
   /**
@@ -170,25 +203,36 @@ export class Reconciler {
    * records the cluster again, a create that went through included (server-side apply adopts it);
    * under updatePolicy Preview only a refresh runs, which changes nothing and needs no approval.
    */
-  private async finishInterrupted(object: Workload, stack: string, key: string, observed: Observed, log: Logger): Promise<HandlerResult> {
+  private async finishInterrupted(object: Workload, stack: string, key: string, observed: Observed, log: Logger, current: StackStatus): Promise<HandlerResult> {
     const reason = "an interrupted operation left the stack's record of the cluster unfinished";
     if (object.spec.updatePolicy !== "Preview") return this.update.apply(object, stack, key, { action: "apply", reason, refresh: true, cause: "interrupted" }, observed, log);
+    return this.refreshThenGate(object, stack, key, { action: "none" }, observed, log, current, { why: "interrupted", reason });
+  }
+
+  /**
+   * Under updatePolicy Preview: `pulumi refresh` (it changes nothing but the stack's record, and
+   * needs no approval), then the approval gate on `decision`. `requested`: the reconcile request
+   * it handles, recorded as handled once the refresh has ended.
+   */
+  private async refreshThenGate(object: Workload, stack: string, key: string, decision: Decision, observed: Observed, log: Logger, current: StackStatus, cause: { why: "interrupted" | "requested"; reason: string; requested?: string }): Promise<HandlerResult> {
+    const { why, reason, requested } = cause;
     log.info("pulumi refresh", { reason });
     const started = Date.now();
-    const previous = stackStatusOf(object, stack);
     try {
-      await this.deps.driver.refresh(stack, programFor(object), updateMessage({ generation: object.metadata.generation ?? 0, why: "interrupted", detail: reason }));
+      await this.deps.driver.refresh(stack, programFor(object), updateMessage({ generation: object.metadata.generation ?? 0, why, detail: reason }));
     } catch (error) {
-      if (error instanceof StackBusy) return this.reporter.locked(object, observed.deployment, previous, error, log);
-      throw await this.reporter.operationFailed(object, key, previous, observed.deployment, error, started, log, object.status?.preview);
+      if (error instanceof StackBusy) return this.reporter.locked(object, observed.deployment, current, error, log);
+      if (requested !== undefined && !(error instanceof OperationInterrupted)) this.reporter.handled(object, requested);
+      throw await this.reporter.operationFailed(object, key, current, observed.deployment, error, started, log, object.status?.preview);
     }
+    if (requested !== undefined) this.reporter.handled(object, requested);
     log.info("pulumi refresh succeeded", { operation: "refresh", durationMs: Date.now() - started });
     this.deps.events.record(object, "Normal", "StackRefreshed", `${reason}; recorded again by pulumi refresh`);
-    return this.gated(object, stack, key, { action: "none" }, observed, log);
+    return this.gated(object, stack, key, decision, observed, log, current);
   }
 
   /** updatePolicy Preview: nothing runs `up` unless a person approved the plan a preview saved. */
-  private async gated(object: Workload, stack: string, key: string, decision: Decision, observed: Observed, log: Logger): Promise<HandlerResult> {
+  private async gated(object: Workload, stack: string, key: string, decision: Decision, observed: Observed, log: Logger, current: StackStatus): Promise<HandlerResult> {
     const approval = await this.previewing.unusedApproval(object);
     const basis = previewBasis(object.metadata.generation ?? 0, observed.drift);
     const approvedPlan = await this.deps.plans.find(stack, approval);
@@ -198,6 +242,6 @@ export class Reconciler {
     if (next.action === "preview" && decision.action !== "none") return this.previewing.preview(object, stack, key, decision, observed, log);
     const preview = next.action === "wait" ? object.status?.preview : undefined;
     if (!preview) await this.deps.plans.discard(stack);
-    return this.reporter.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), stackStatusOf(object, stack), preview);
+    return this.reporter.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), current, preview);
   }
 }

@@ -68,6 +68,9 @@ export class Reporter {
   /** Per object (uid): the last status written while the watch cache may not show it yet. */
   private readonly written = new Map<string, Written>();
 
+  /** Per object (uid): a reconcile request whose operation has ended, until a status write records it. */
+  private readonly handledRequests = new Map<string, { readonly key: string; readonly requestedAt: string }>();
+
   private readonly deps: ReporterDeps;
 
   constructor(deps: ReporterDeps) {
@@ -93,11 +96,22 @@ export class Reporter {
   /** Forgets what was written for an object whose finalizer is gone. */
   forgetWritten(uid: string): void {
     this.written.delete(uid);
+    this.handledRequests.delete(uid);
   }
 
   /** Forgets what was written for the object of `key`, whatever its uid: it left this replica's share. */
   forgetObject(key: string): void {
     for (const [uid, written] of this.written) if (written.key === key) this.written.delete(uid);
+    for (const [uid, handled] of this.handledRequests) if (handled.key === key) this.handledRequests.delete(uid);
+  }
+
+  /**
+   * The operation a reconcile request asked for has ended (succeeded or failed): the next status
+   * written says so (status.lastHandledReconcileAt), not before, so that a script waiting for it
+   * reads the operation's outcome with it.
+   */
+  handled(object: Workload, requestedAt: string): void {
+    this.handledRequests.set(object.metadata.uid, { key: keyString(keyOf(object)), requestedAt });
   }
 
   /** `object.status` was just written over `replaced`. */
@@ -198,10 +212,13 @@ export class Reporter {
     // Operation failures record their own Events; a rollout that cannot go on is said here.
     if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
     // An error's text may quote the backend URL (Pulumi's do), password included.
-    const status = redactKnownSecrets(computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview }));
+    const uid = object.metadata.uid;
+    const handledRequest = this.handledRequests.get(uid)?.requestedAt;
+    const status = redactKnownSecrets(computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview, handledRequest }));
     const replaced = object.status;
     try {
       if (await writeStatus(this.deps.clients, object, status)) this.remember(object, replaced);
+      if (handledRequest !== undefined) this.handledRequests.delete(uid);
     } catch (error) {
       // The object was deleted under us: nothing left to report on.
       if (!isNotFound(error)) throw error;

@@ -7,6 +7,7 @@ import { conditionsFor, type Phase } from "./conditions.ts";
 import { podTrouble } from "./pod-trouble.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
+import { canonicalJson } from "../base/canonical-json.ts";
 
 /**
  * Like `kubectl rollout status`: the newest spec is observed and every replica is updated and
@@ -85,6 +86,8 @@ export interface StatusInput {
   readonly stack: StackStatus;
   /** The preview waiting for approval, if any. */
   readonly preview?: PreviewStatus;
+  /** A reconcile request (reconcile-request.ts) whose operation has ended: recorded as handled. */
+  readonly handledRequest?: string;
 }
 
 /**
@@ -115,6 +118,7 @@ export function computeStatus(input: StatusInput, now = new Date()): WorkloadSta
     stack: input.stack,
     preview: input.preview,
     history: withOperation(previous.history, input.stack.lastOperation),
+    lastHandledReconcileAt: input.handledRequest ?? previous.lastHandledReconcileAt,
     ...describe(object).statusOf?.(input.pods),
   };
   return status;
@@ -138,18 +142,8 @@ export function stackStatusOf(object: Workload, stack: string): StackStatus {
   return object.status?.stack ?? { name: stack };
 }
 
-/** JSON with sorted keys: the API server does not keep our key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
 function withoutTimestamp(status: WorkloadStatus | undefined): string {
-  return canonical({ ...status, lastUpdateTime: undefined });
+  return canonicalJson({ ...status, lastUpdateTime: undefined });
 }
 
 /** Writes `status` unless it says what the object already says; returns whether it wrote. */

@@ -3,7 +3,7 @@
 import type { StackOperation, StackStatus, Workload } from "../../crds/types.ts";
 import { consumeApproval } from "./approval.ts";
 import type { Observed } from "./children.ts";
-import { encodeApplied, programVersion, refreshes, type Pending } from "./drift.ts";
+import { appliedRecord, refreshes, type Pending } from "./drift.ts";
 import type { Previewing, PreviewingDeps } from "./previewing.ts";
 import { briefError } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
@@ -11,7 +11,7 @@ import { describeChanges } from "../pulumi/preview-steps.ts";
 import { driftField, updateMessage, type UpdateRecord } from "../pulumi/update-messages.ts";
 import { programFor } from "../pulumi/programs.ts";
 import type { HandlerResult } from "./queue.ts";
-import { StackBusy, StackOperationFailed } from "../pulumi/stack-errors.ts";
+import { OperationInterrupted, StackBusy, StackOperationFailed } from "../pulumi/stack-errors.ts";
 import { stackStatusOf } from "./status.ts";
 
 /** When to remove again an approval whose plan was applied but whose removal failed. */
@@ -25,7 +25,7 @@ export interface Approved {
 
 /** The stack report of a successful `up`: what it applied, from which approved plan if any. */
 function appliedStack(object: Workload, stack: string, operation: StackOperation, approved: Approved | undefined): StackStatus {
-  const appliedFingerprint = encodeApplied({ programVersion, generation: object.metadata.generation ?? 0 });
+  const appliedFingerprint = appliedRecord(object);
   return { name: stack, lastOperation: operation, appliedFingerprint, ...(approved ? { appliedPlan: approved.planId } : {}), attempts: 0 };
 }
 
@@ -73,8 +73,10 @@ export class Update {
         await this.deps.previewing.refuse(object, approved.planId, `approval refused: the cluster no longer matches plan ${approved.planId} (${error.message}); a fresh preview was written`, log);
         return this.deps.previewing.preview(object, stack, key, decision, observed, log);
       }
+      if (decision.requested !== undefined && !(error instanceof OperationInterrupted)) this.deps.reporter.handled(object, decision.requested);
       throw await this.deps.reporter.operationFailed(object, key, previous, observed.deployment, error, started, log, preview);
     }
+    if (decision.requested !== undefined) this.deps.reporter.handled(object, decision.requested);
     log.info("pulumi up succeeded", { operation: "up", durationMs: Date.now() - started, changes: operation.resourceChanges });
     const approvalLeft = await this.applied(object, stack, decision, operation, log, approved, removed);
     const settled = await this.deps.reporter.settle(object, stack, key, appliedStack(object, stack, operation, approved), log);

@@ -36,6 +36,8 @@ export function describeWhy(record: Pick<UpdateRecord, "why" | "detail" | "field
         return "an interrupted operation finished";
       case "deleted":
         return "object deleted";
+      case "requested":
+        return record.detail ?? "reconcile requested";
     }
   })();
   return record.attempt && record.attempt > 1 ? `retry ${record.attempt}: ${base}` : base;

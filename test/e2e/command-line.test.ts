@@ -20,7 +20,7 @@ import { denyWrites, holdWrites } from "../helpers/hold.ts";
 import { appstackAs, grantPerson } from "../helpers/person.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { fieldManager } from "../../components/metadata.ts";
-import { disposeOperator, startOperatorProcess, Workloads, type CliResult, type OperatorProcess } from "../helpers/operator.ts";
+import { disposeOperator, stackHistoryEntries, stackHistoryFolder, startOperatorProcess, Workloads, type CliResult, type OperatorProcess } from "../helpers/operator.ts";
 
 /** Updates kept per stack in this file: small, so that the churn below passes it. */
 const historyLimit = 4;
@@ -80,13 +80,11 @@ async function history(kind: WorkloadKind, name: string, ...flags: string[]): Pr
 
 /** The stack's history folder in the operator's state: Pulumi's own record of its updates. */
 function historyFolder(kind: WorkloadKind, name: string): string {
-  const stack = stackName(kind, namespace, name);
-  return join(operator!.stateDir, "backend", ".pulumi", "history", "appstack", stack);
+  return stackHistoryFolder(operator!.stateDir, kind, namespace, name);
 }
 
 function historyEntries(kind: WorkloadKind, name: string): string[] {
-  const folder = historyFolder(kind, name);
-  return existsSync(folder) ? readdirSync(folder).filter((file) => file.endsWith(".history.json")) : [];
+  return stackHistoryEntries(operator!.stateDir, kind, namespace, name);
 }
 
 function folderBytes(path: string): number {

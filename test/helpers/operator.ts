@@ -13,7 +13,7 @@ import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
 import { httpGet } from "./http.ts";
 import { ProcessTreeSampler } from "./proctree.ts";
@@ -230,6 +230,13 @@ export function previewCli(target: { kubeconfig: string; stateDir: string; scrat
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** `kubectl appstack <args>` (the pinned kubectl, the plugin in `pluginBin` first on PATH) against a cluster; stdin is no terminal. */
+export function kubectlAppstack(target: { kubeconfig: string; pluginBin: string }, ...args: string[]): CliResult {
+  const env = { ...process.env, PATH: `${target.pluginBin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: target.kubeconfig };
+  const result = spawnSync(toolPath("kubectl"), ["appstack", ...args], { encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], timeout: 180_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
 export interface QuietPeriod {
   /** Pulumi CLI processes the operator started meanwhile, seen in /proc every 20 ms (each lives far longer). */
   readonly pulumiProcesses: number;
@@ -294,6 +301,17 @@ export function lockFiles(stateDir: string): string[] {
 /** Where an operator's file backend keeps the checkpoint of an object's stack. */
 export function checkpointPath(stateDir: string, kind: WorkloadKind, namespace: string, name: string): string {
   return join(stateDir, "backend", ".pulumi", "stacks", "appstack", `${stackName(kind, namespace, name)}.json`);
+}
+
+/** Where an operator's file backend keeps the history of an object's stack: Pulumi's own record of its updates. */
+export function stackHistoryFolder(stateDir: string, kind: WorkloadKind, namespace: string, name: string): string {
+  return join(stateDir, "backend", ".pulumi", "history", "appstack", stackName(kind, namespace, name));
+}
+
+/** The entries of an object's stack history, one per update, refresh or destroy the engine ran. */
+export function stackHistoryEntries(stateDir: string, kind: WorkloadKind, namespace: string, name: string): string[] {
+  const folder = stackHistoryFolder(stateDir, kind, namespace, name);
+  return existsSync(folder) ? readdirSync(folder).filter((file) => file.endsWith(".history.json")) : [];
 }
 
 /** The pending operations an interrupted engine left in an object's stack (`type` and URN each). */

@@ -14,6 +14,7 @@ import { withOperation } from "../../operator/controller/status.ts";
 import { describePlan } from "../../operator/cmd/approve-cli.ts";
 import { kubeConfigOf, namespaceOf, outputFormat, parseObjectRef } from "../../operator/cmd/kube-flags.ts";
 import { objectState, statusTable } from "../../operator/cmd/status-cli.ts";
+import { parseTimeout, reconcileOutcome } from "../../operator/cmd/reconcile-cli.ts";
 import { UsageError } from "../../operator/cmd/flags.ts";
 import { HistoryRetention, updatesIn } from "../../operator/pulumi/history-retention.ts";
 import { DeletedHistory } from "../../operator/pulumi/deleted-history.ts";
@@ -122,10 +123,33 @@ test("status: ready, drifted fields, the waiting plan and its age, stalled; who 
   const pulling = objectState(app({ name: "pulling" }, { podsNotStarting: 2, conditions: [cond("Ready", "False", "ImagePullBackOff", "2 of 2 pods cannot start"), cond("Stalled", "True", "ImagePullBackOff", "2 of 2 pods cannot start")] }));
   assert.deepEqual([pulling.podsNotStarting, pulling.needsPerson, ready.podsNotStarting], [2, true, 0]);
   assert.match(statusTable([pulling], false, now).split("\n")[1]!, /^app\/pulling\s+False \(ImagePullBackOff, 2 pods not starting\)\s+-\s+-\s+ImagePullBackOff: 2 of 2 pods cannot start$/);
+  // Suspended: Ready while the current spec is live; what is held back otherwise, drift named; no person needed for that alone.
+  const suspendedApp = (status: App["status"]) => ({ ...app({ name: "paused" }, status), spec: { image: "nginx", replicas: 1, suspend: true } });
+  const resting = objectState(suspendedApp({ conditions: [cond("Ready", "True", "Suspended", "1 of 1 replicas available; suspended (spec.suspend): nothing is applied or repaired until it is resumed")] }));
+  assert.deepEqual([resting.ready, resting.suspended, resting.needsPerson], [true, true, false]);
+  assert.match(statusTable([resting], false, now).split("\n")[1]!, /^app\/paused\s+True \(Suspended\)\s+-/);
+  const holding = objectState(suspendedApp({ conditions: [cond("Ready", "False", "Suspended", "suspended (spec.suspend): nothing is applied or repaired until it is resumed; held back: drift: Deployment paused: spec.replicas: 5, want 1")] }));
+  assert.deepEqual([holding.ready, holding.reason, holding.drifted, holding.needsPerson], [false, "Suspended", ["Deployment paused: spec.replicas"], false]);
   const lines = statusTable([ready, waiting, stalled], true, now).split("\n");
   assert.match(lines[0]!, /^NAMESPACE\s+NAME\s+READY\s+DRIFTED\s+AWAITING APPROVAL\s+STALLED$/);
   assert.match(lines[2]!, /app\/gated\s+False \(AwaitingApproval\)\s+Deployment web: spec.replicas; Service web: missing\s+plan 0123456789ab \(3m\)\s+-$/);
   assert.match(lines[3]!, /ResourceConflict: Deployment stuck is not ours$/);
+});
+
+test("reconcile: waits until its request is handled, then for Ready or Stalled of the current generation; a plan waiting needs a person; --timeout as kubectl's", () => {
+  const at = "2026-11-26T14:00:00.000Z";
+  const cond = (type: "Ready" | "Reconciling" | "Stalled", status: "True" | "False", reason: string, message = "", observedGeneration = 4) => ({ type, status, reason, message, observedGeneration, lastTransitionTime: at });
+  const handled = (status: App["status"]) => app({}, { lastHandledReconcileAt: at, observedGeneration: 4, ...status });
+  assert.deepEqual(reconcileOutcome(undefined, at), { done: true, exitCode: 1, message: "the object was deleted" });
+  assert.equal(reconcileOutcome(app({}, { lastHandledReconcileAt: "earlier", conditions: [cond("Ready", "True", "Available")] }), at).done, false, "Ready from before the request says nothing");
+  assert.equal(reconcileOutcome(handled({ conditions: [cond("Ready", "False", "RollingOut"), cond("Reconciling", "True", "RollingOut")] }), at).done, false);
+  assert.deepEqual(reconcileOutcome(handled({ conditions: [cond("Ready", "True", "Available", "1 of 1 replicas available")] }), at), { done: true, exitCode: 0, message: "Ready: 1 of 1 replicas available" });
+  assert.equal(reconcileOutcome(handled({ conditions: [cond("Ready", "True", "Available", "", 3)] }), at).done, false, "Ready for an older generation");
+  assert.deepEqual(reconcileOutcome(handled({ conditions: [cond("Ready", "False", "StackUpdateFailed"), cond("Stalled", "True", "StackUpdateFailed", "boom")] }), at), { done: true, exitCode: 1, message: "Stalled (StackUpdateFailed): boom" });
+  const preview = { planId: "0123456789ab", generation: 4, basis: "b", reason: "drift: x", time: at, changes: {}, steps: [] };
+  assert.equal((reconcileOutcome(handled({ conditions: [cond("Ready", "False", "AwaitingApproval")], preview }), at) as { exitCode: number }).exitCode, 3);
+  assert.deepEqual([parseTimeout(undefined), parseTimeout("90s"), parseTimeout("5m"), parseTimeout("1h"), parseTimeout("30")], [300_000, 90_000, 300_000, 3_600_000, 30_000]);
+  assert.throws(() => parseTimeout("soon"), UsageError);
 });
 
 test("approve shows the plan's changing steps with their paths", () => {
