@@ -163,7 +163,7 @@ export class Reconciler {
     const observed = await this.children.observe(object);
     if (observed.conflicts.length) return this.reporter.conflict(object, stack, key, observed, log);
     const { applied, current } = appliedState(object, stack);
-    if (isSuspended(object)) return this.suspended(object, applied, current, observed);
+    if (isSuspended(object)) return this.suspended(object, stack, applied, current, observed);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
     const request = pendingRequest(object);
@@ -190,11 +190,15 @@ export class Reconciler {
     return true;
   }
 
-  /** spec.suspend: nothing runs; the status says what the children are and what resuming would change. */
-  private suspended(object: Workload, applied: Applied | undefined, current: StackStatus, observed: Observed): Promise<HandlerResult> {
+  /**
+   * spec.suspend: nothing runs; the status says what the children are and what resuming would
+   * change. No retry is due. A plan that waited for approval is withdrawn: nothing can apply it
+   * now, and it was made for the generation before suspend, so resuming previews afresh.
+   */
+  private async suspended(object: Workload, stack: string, applied: Applied | undefined, current: StackStatus, observed: Observed): Promise<HandlerResult> {
+    if (object.status?.preview) await this.deps.plans.discard(stack);
     const phase = suspendedPhase({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: rolloutPhase(object, observed.deployment) });
-    // No retry is due while nothing runs; a plan waiting for approval waits on.
-    return this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined }, object.status?.preview);
+    return this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
   }
 
   /**

@@ -182,3 +182,20 @@ test("under updatePolicy Preview a reconcile request runs a refresh only (an up 
   assert.equal(newest.kind, "refresh");
   assert.match(newest.message, /reconcile requested/);
 });
+
+test("under updatePolicy Preview, suspending withdraws the plan waiting for approval; resuming previews afresh", async () => {
+  const gated = "gated";
+  await workloads.mergeSpec("App", namespace, gated, { replicas: 2 });
+  const { preview } = await workloads.previewOf("App", namespace, gated);
+  await workloads.mergeSpec("App", namespace, gated, { suspend: true });
+  const withdrawn = await eventually("the plan withdrawn", async () => {
+    const app = (await workloads.get("App", namespace, gated)) as App;
+    return ready(app)?.reason === "Suspended" && ready(app)?.observedGeneration === app.metadata.generation ? app : undefined;
+  });
+  assert.equal(withdrawn.status?.preview, undefined);
+  assert.match(ready(withdrawn)?.message ?? "", /held back: spec changed/);
+  await workloads.mergeSpec("App", namespace, gated, { suspend: false });
+  const { preview: fresh } = await workloads.previewOf("App", namespace, gated, preview.planId);
+  assert.equal(fresh.generation, withdrawn.metadata.generation! + 1);
+  assert.equal((await cluster().apps.readNamespacedDeployment({ name: gated, namespace })).spec?.replicas, 1, "nothing applied unapproved");
+});
