@@ -49,6 +49,9 @@ function replicaProgress(want: number, status: V1DeploymentStatus): Phase {
   const total = status.replicas ?? 0;
   if (updated < want) return { kind: "progressing", reason: "RollingOut", message: `${updated} of ${want} replicas updated` };
   if (total > updated) return { kind: "progressing", reason: "RollingOut", message: `${total - updated} old replicas are pending termination` };
+  // Scaled down (a repair of a hand-made scale-up included): the extra pods still run, and
+  // kstatus reads the Deployment as InProgress until they are gone.
+  if (total > want) return { kind: "progressing", reason: "RollingOut", message: `scaling down: ${total} replicas, want ${want}` };
   if (available < want) return { kind: "progressing", reason: "RollingOut", message: `${available} of ${want} updated replicas available` };
   return { kind: "ready", message: `${available} of ${want} replicas available` };
 }

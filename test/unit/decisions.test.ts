@@ -61,6 +61,8 @@ test("Ready only when the rollout is complete", () => {
   assert.equal(rolloutPhase(app(2), undefined).kind, "progressing");
   assert.equal(rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 1 })).kind, "progressing");
   assert.equal(rolloutPhase(app(2), deployment({ replicas: 3, updatedReplicas: 2, availableReplicas: 2 })).kind, "progressing");
+  // Scaled down from 5: the controller has seen the spec, and three pods are still to go.
+  assert.deepEqual(rolloutPhase(app(2), deployment({ replicas: 5, updatedReplicas: 5, availableReplicas: 5, readyReplicas: 5 })), { kind: "progressing", reason: "RollingOut", message: "scaling down: 5 replicas, want 2" });
   assert.equal(rolloutPhase(app(2), { metadata: { generation: 2 }, status: { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 2 } }).kind, "progressing");
   assert.equal(rolloutPhase(app(2), deployment({ replicas: 2, updatedReplicas: 2, availableReplicas: 2, readyReplicas: 2 })).kind, "ready");
   assert.equal(rolloutPhase(app(0), deployment({})).kind, "ready");
