@@ -178,6 +178,9 @@ test("a leader and a standby on one postgres backend (each its own state folder)
   assert.equal(ready.status?.readyReplicas, 1);
   assert.equal((await service("pg-failover"))?.spec?.ports?.[0]?.port, 80);
   assert.deepEqual(await lockRows(), []);
+  // The later tests each run one operator of their own: a leader left running here would reconcile
+  // their objects too (it did once: an App Ready before that test's operator had written anything).
+  await standby.stop();
 });
 
 test("the database's password changed under a running operator: the App says the backend refused, converges once it is back, and no log line, Event or status carries the password (Pulumi's error quotes the URL)", async () => {
