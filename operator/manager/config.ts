@@ -53,6 +53,8 @@ export interface OperatorConfig {
   readonly cacheSyncTimeoutMs: number;
   /** How long the API server keeps one watch open (its `timeoutSeconds`); a watch not ended soon after is taken for a dead connection. */
   readonly watchTimeoutMs: number;
+  /** Metrics per object too, labelled {kind, namespace, name} (object-metrics.ts): series that grow with the objects, so off unless asked for. */
+  readonly objectMetrics: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -86,6 +88,7 @@ export const operatorOptions = {
   sharding: { type: "string" },
   "operation-timeout-seconds": { type: "string" },
   "resync-seconds": { type: "string" },
+  "object-metrics": { type: "string" },
 } as const satisfies ParseArgsOptionsConfig;
 
 export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: string };
@@ -93,6 +96,7 @@ export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: 
 export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
   --leader-elect=true|false  --sharding=true|false  --operation-timeout-seconds=N  --resync-seconds=N
+  --object-metrics=true|false
   (each also an environment variable; see docs/configuration.md)`;
 
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
@@ -180,6 +184,12 @@ function storage(setting: Setting, env: Env, readOnly: boolean): Pick<OperatorCo
   return { stateDir, backendUrl: pathToFileURL(join(stateDir, "backend")).href, passphrase: passphrase(env, stateDir, true, readOnly) };
 }
 
+function boolean(text: string | undefined, fallback: boolean, what: string): boolean {
+  if (text === undefined || text === "") return fallback;
+  if (text === "true" || text === "false") return text === "true";
+  throw new Error(`${what} must be true or false, not ${JSON.stringify(text)}`);
+}
+
 function logLevel(text: string): Level {
   if (text === "debug" || text === "info" || text === "warn" || text === "error") return text;
   throw new Error(`unknown log level ${text}`);
@@ -213,5 +223,6 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     // client-go asks for 5 to 10 minutes and finds a dead connection sooner through HTTP/2 pings;
     // client-node's watch has none, so the end of the watch is what shows its connection alive.
     watchTimeoutMs: positiveInt(env["APPSTACK_WATCH_TIMEOUT_SECONDS"], 60, "APPSTACK_WATCH_TIMEOUT_SECONDS") * 1000,
+    objectMetrics: boolean(setting("object-metrics", "APPSTACK_OBJECT_METRICS"), false, "object metrics"),
   };
 }

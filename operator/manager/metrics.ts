@@ -2,7 +2,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { errorReason } from "../controller/errors.ts";
 import type { HandlerResult } from "../controller/queue.ts";
+import type { OperationObserver } from "../pulumi/deadline-runner.ts";
 import { buildVersion } from "./build-info.ts";
+import { ObjectMetrics } from "./object-metrics.ts";
 
 const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -18,9 +20,15 @@ export class OperatorMetrics {
   readonly lastSuccessfulSync = new Gauge({ name: "appstack_last_successful_sync_timestamp_seconds", help: "When a reconcile last succeeded (Unix time).", registers: [this.registry] });
   readonly leader = new Gauge({ name: "appstack_leader", help: "1 while this process holds the leader lease.", registers: [this.registry] });
   readonly leaseCalls = new Counter({ name: "appstack_leader_lease_calls_total", help: "Calls to acquire or renew the leader lease, by result (success, error): a standby that cannot reach the API counts errors.", labelNames: ["result"], registers: [this.registry] });
+  /** Per object, with APPSTACK_OBJECT_METRICS (object-metrics.ts); undefined, and none of its series exist, without. */
+  readonly objects?: ObjectMetrics;
 
-  /** `namespaces`: each watched namespace (none when all are watched) and whether it is unreadable now. */
-  constructor(queue: () => { depth: number; active: number }, namespaces: () => ReadonlyMap<string, boolean> = () => new Map()) {
+  /**
+   * `namespaces`: each watched namespace (none when all are watched) and whether it is unreadable now.
+   * `objectMetrics`: the series per object too (APPSTACK_OBJECT_METRICS).
+   */
+  constructor(queue: () => { depth: number; active: number }, namespaces: () => ReadonlyMap<string, boolean> = () => new Map(), { objectMetrics = false }: { objectMetrics?: boolean } = {}) {
+    if (objectMetrics) this.objects = new ObjectMetrics(this.registry);
     const depth = () => queue();
     new Gauge({ name: "appstack_queue_depth", help: "Objects waiting to be reconciled.", registers: [this.registry], collect() { this.set(depth().depth); } });
     new Gauge({ name: "appstack_queue_active", help: "Objects being reconciled now.", registers: [this.registry], collect() { this.set(depth().active); } });
@@ -39,31 +47,41 @@ export class OperatorMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: "appstack_process_" });
   }
 
-  /** Wraps a reconcile: counts it by what it came to, and times it. Only a reconcile that is done is a successful sync. */
-  async reconcile(key: string, run: () => Promise<HandlerResult>): Promise<HandlerResult> {
+  /**
+   * Wraps a reconcile: counts it by what it came to, and times it. Only a reconcile that is done is
+   * a successful sync. `present`: whether the object is still this replica's afterwards (in its
+   * caches); per object, the series of one that is not go.
+   */
+  async reconcile(key: string, run: () => Promise<HandlerResult>, present: () => boolean = () => true): Promise<HandlerResult> {
     const kind = key.split("/")[0] ?? "unknown";
     const end = this.reconcileSeconds.startTimer({ kind });
+    this.objects?.reconciling(key);
+    let done = false;
     try {
       const result = await run();
       this.reconciles.inc({ kind, result: result?.outcome ?? "success" });
-      if (!result) this.lastSuccessfulSync.set(Date.now() / 1000);
+      done = !result;
+      if (done) this.lastSuccessfulSync.set(Date.now() / 1000);
       return result;
     } catch (error) {
       this.reconciles.inc({ kind, result: "error" });
       this.reconcileErrors.inc({ kind, reason: errorReason(error) });
       throw error;
     } finally {
-      end();
+      const seconds = end();
+      if (present()) this.objects?.reconciled(key, seconds, done);
+      else this.objects?.forget(key);
     }
   }
 
-  /** The stack driver's observer: engine operations by kind and result, and how many run. */
-  readonly operationObserver = {
+  /** The stack driver's observer: engine operations by kind and result, and how many run; per object, what each changed. */
+  readonly operationObserver: OperationObserver = {
     started: () => this.runningOperations.inc(),
-    finished: (operation: string, result: string, seconds: number) => {
+    finished: (operation, result, seconds, { stack, resourceChanges }) => {
       this.runningOperations.dec();
       this.operations.inc({ operation, result });
       this.operationSeconds.observe({ operation }, seconds);
+      this.objects?.operated(stack, operation, seconds, resourceChanges);
     },
   };
 }

@@ -4,7 +4,7 @@ import { engineFolders, type OperatorConfig } from "./config.ts";
 import { redactUrl } from "../base/redact.ts";
 import { BindingGuard } from "../controller/binding-guard.ts";
 import { EventRecorder } from "../controller/events.ts";
-import { briefError, fenceWrites, kubeClients, type KubeClients } from "../kube/clients.ts";
+import { briefError, fenceWrites, kubeClients, parseKey, type KubeClients } from "../kube/clients.ts";
 import { installPodCheck, type PodApi } from "../kube/peer-pods.ts";
 import type { HolderCheck } from "../base/lock-holders.ts";
 import type { Logger } from "../base/log.ts";
@@ -78,7 +78,12 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
   );
   // The queue runs keys only once every cache is synced (a key run earlier would find its object
   // missing from a cache still listing and take it for deleted), and every part exists.
-  const handle = (key: string) => (metrics ? metrics.reconcile(key, () => reconciler.reconcile(key)) : reconciler.reconcile(key));
+  // Per object, the series of an object no longer in this replica's caches (deleted, moved) go.
+  const present = (key: string) => {
+    const { kind, namespace, name } = parseKey(key);
+    return watcher.workload(kind, namespace, name) !== undefined;
+  };
+  const handle = (key: string) => (metrics ? metrics.reconcile(key, () => reconciler.reconcile(key), () => present(key)) : reconciler.reconcile(key));
   const queue: WorkQueue = new WorkQueue(handle, {
     concurrency: config.concurrency,
     baseDelayMs: config.baseRetryMs,

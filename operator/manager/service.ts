@@ -52,7 +52,7 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   // The replica's operator is made after the metrics, which read it.
   const started: { replica?: Replica } = {};
   const running = () => started.replica?.operator();
-  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map());
+  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map(), { objectMetrics: config.objectMetrics });
   // Liveness first: a start-up step that waits on the network (the sweep, on a slow database) must
   // not let the kubelet kill the pod, which would then never get past it. Ready only once started.
   const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false }, metrics.registry);

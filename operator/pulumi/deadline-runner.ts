@@ -2,7 +2,7 @@
 // themselves (cancelled, then killed) and the CLI commands around them (killed), each reported
 // as the StackOperation a status carries.
 import { ConcurrentUpdateError, StackNotFoundError, type UpdateSummary } from "@pulumi/pulumi/automation/index.js";
-import type { StackOperation } from "../../crds/types.ts";
+import type { StackOperation, StepCounts } from "../../crds/types.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { engineMessage, OperationInterrupted, OperationTimedOut, StackOperationFailed } from "./stack-errors.ts";
@@ -29,10 +29,10 @@ function report(kind: StackOperation["kind"], started: Date, message: string | u
   };
 }
 
-/** Sees every engine operation start and finish (metrics). */
+/** Sees every engine operation start and finish (metrics): on which stack, and what it changed (the engine's summary, when it gave one). */
 export interface OperationObserver {
   started(): void;
-  finished(kind: StackOperation["kind"], result: StackOperation["result"], seconds: number): void;
+  finished(kind: StackOperation["kind"], result: StackOperation["result"], seconds: number, operation: { readonly stack: string; readonly resourceChanges?: StepCounts }): void;
 }
 
 /** Kills this process's engines on a stack, then what they leave (Recovery.stopEngines). */
@@ -119,6 +119,7 @@ export class DeadlineRunner {
     this.fence(kind);
     const started = new Date();
     let result: StackOperation["result"] = "failed";
+    let resourceChanges: StepCounts | undefined;
     const deadlineMs = this.deadlineMs;
     const abort = new AbortController();
     let killer: NodeJS.Timeout | undefined;
@@ -130,6 +131,7 @@ export class DeadlineRunner {
     this.observer?.started();
     try {
       const summary = await operation(abort.signal);
+      resourceChanges = summary?.resourceChanges;
       const outcome = report(kind, started, message, summary);
       if (outcome.result === "failed") throw new StackOperationFailed(outcome);
       result = "succeeded";
@@ -145,7 +147,7 @@ export class DeadlineRunner {
     } finally {
       clearTimeout(deadline);
       clearTimeout(killer);
-      this.observer?.finished(kind, result, (Date.now() - started.getTime()) / 1000);
+      this.observer?.finished(kind, result, (Date.now() - started.getTime()) / 1000, { stack: name, ...(resourceChanges ? { resourceChanges } : {}) });
     }
   }
 }

@@ -29,11 +29,17 @@ test("defaults suit one local operator; flags win over the environment", () => {
   assert.deepEqual(tuned.namespaces, ["a", "b"]);
   assert.equal(tuned.leaderElection, undefined);
   assert.deepEqual([tuned.healthHost, tuned.healthPort], ["0.0.0.0", 9000]);
+
+  // Metrics per object grow with the objects: off unless asked for.
+  assert.equal(config.objectMetrics, false);
+  assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir, APPSTACK_OBJECT_METRICS: "true" }).objectMetrics, true);
+  assert.equal(loadConfig(flags(["--object-metrics=false"]), { APPSTACK_STATE_DIR: stateDir, APPSTACK_OBJECT_METRICS: "true" }).objectMetrics, false);
 });
 
 test("bad settings are refused with the setting's name", () => {
   assert.throws(() => loadConfig({ concurrency: "0" }, { APPSTACK_STATE_DIR: stateDir }), /concurrency must be a positive integer/);
   assert.throws(() => loadConfig({ "log-level": "loud" }, { APPSTACK_STATE_DIR: stateDir }), /unknown log level loud/);
+  assert.throws(() => loadConfig({ "object-metrics": "yes" }, { APPSTACK_STATE_DIR: stateDir }), /object metrics must be true or false, not "yes"/);
   // Secrets in a shared backend must not depend on a file beside one replica.
   assert.throws(() => loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir }), /APPSTACK_PASSPHRASE/);
   assert.equal(loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "p" }).passphrase, "p");
