@@ -1,6 +1,6 @@
 // OpenAPI v3 pieces both kinds share: the status shape (kstatus conditions, stack report) and the
 // CRD envelope. Kept as plain objects so that the install program and the YAML use the same data.
-import { group, historyMessageLimit, podSecurityProfiles, statusHistoryLimit, updatePolicies, updateWhys, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
+import { group, historyMessageLimit, maxDependencies, plurals, podSecurityProfiles, statusHistoryLimit, updatePolicies, updateWhys, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -116,6 +116,24 @@ export const suspendSchema: JsonSchema = {
   description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs; a deletion still destroys them. false again applies whatever changed meanwhile.",
 };
 
+/** Shared by both kinds' specs (operator/controller/dependencies.ts). */
+export const dependsOnSchema: JsonSchema = {
+  type: "array",
+  maxItems: maxDependencies,
+  description:
+    "Objects of this namespace (App or Memcached) that must be Ready for their current generation (Ready condition True, status.observedGeneration equal to metadata.generation) before a new spec of this object is applied. Until then nothing is created or changed, and the Ready condition (reason DependencyNotReady) names what it waits for, a missing object included. A cycle is reported as Stalled (reason DependencyCycle). Drift repair of children already applied and deletion do not wait.",
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["kind", "name"],
+  items: {
+    type: "object",
+    required: ["kind", "name"],
+    properties: {
+      kind: { type: "string", enum: Object.keys(plurals), description: "App or Memcached." },
+      name: { type: "string", minLength: 1, maxLength: 63, pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", description: "The object's name, in this object's namespace." },
+    },
+  },
+};
+
 /** Shared by both kinds' specs; each kind has its own default profile. */
 export function podSecuritySchema(defaultProfile: PodSecurityProfile, defaultUser?: number): JsonSchema {
   const user = defaultUser === undefined ? "" : ` (default ${defaultUser})`;
@@ -192,6 +210,14 @@ const nameRule = {
   reason: "FieldValueInvalid",
 };
 
+/** An object cannot wait for itself; longer cycles are the reconciler's to find (they span objects). */
+const selfDependencyRule = (kind: WorkloadKind) => ({
+  rule: `!has(self.spec) || !has(self.spec.dependsOn) || !self.spec.dependsOn.exists(d, d.kind == '${kind}' && d.name == self.metadata.name)`,
+  message: "spec.dependsOn names the object itself: an object cannot wait for itself",
+  fieldPath: ".spec.dependsOn",
+  reason: "FieldValueInvalid",
+});
+
 export interface CustomResourceDefinition {
   apiVersion: "apiextensions.k8s.io/v1";
   kind: "CustomResourceDefinition";
@@ -225,7 +251,7 @@ export function customResourceDefinition(
               type: "object",
               required: ["spec"],
               description: schema.description,
-              "x-kubernetes-validations": [nameRule],
+              "x-kubernetes-validations": [nameRule, selfDependencyRule(kind)],
               properties: {
                 apiVersion: { type: "string", description: "APIVersion defines the versioned schema of this representation of an object." },
                 kind: { type: "string", description: "Kind is a string value representing the REST resource this object represents." },

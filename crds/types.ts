@@ -61,6 +61,18 @@ export interface PodSecurity {
   runAsUser?: number;
 }
 
+/**
+ * An object of the same namespace that this one waits for (spec.dependsOn): a new spec of this
+ * object is applied only once the named one is Ready for its current generation.
+ */
+export interface DependencyRef {
+  kind: WorkloadKind;
+  name: string;
+}
+
+/** At most this many entries in spec.dependsOn. */
+export const maxDependencies = 16;
+
 export interface AppSpec {
   image: string;
   replicas: number;
@@ -72,6 +84,8 @@ export interface AppSpec {
   podSecurity?: PodSecurity;
   /** True: no `up`, no drift repair, no preview, until it is false again; a deletion still destroys. */
   suspend?: boolean;
+  /** Objects of this namespace that must be Ready for their current generation before a new spec is applied. */
+  dependsOn?: DependencyRef[];
 }
 
 export interface MemcachedSpec {
@@ -82,6 +96,8 @@ export interface MemcachedSpec {
   podSecurity?: PodSecurity;
   /** As AppSpec.suspend. */
   suspend?: boolean;
+  /** As AppSpec.dependsOn. */
+  dependsOn?: DependencyRef[];
 }
 
 /** metav1.Condition. */

@@ -3,11 +3,12 @@
 // that are the object's own: a child of the same name that someone else made is a conflict.
 // This file dispatches; its parts do the work: an update (update.ts), a preview for approval
 // (previewing.ts), a deletion (deletion.ts), what the engine may write (ownership.ts), what is
-// said on the object (reporting.ts), a suspended object (suspension.ts) and a person's request to
-// reconcile now (reconcile-request.ts).
+// said on the object (reporting.ts), a suspended object (suspension.ts), a person's request to
+// reconcile now (reconcile-request.ts) and a new spec that waits for other objects (dependencies.ts).
 import type { StackStatus, Workload } from "../../crds/types.ts";
 import { gate } from "./approval.ts";
 import { Children, type Observed } from "./children.ts";
+import { dependenciesOf, dependencyKey, dependencyPhase, holdsApply, type Lookup } from "./dependencies.ts";
 import { Deletion } from "./deletion.ts";
 import { appliedNow, decide, decodeApplied, encodeApplied, previewBasis, specDigest, type Applied, type Decision } from "./drift.ts";
 import { ReportedFailure } from "./errors.ts";
@@ -40,6 +41,15 @@ const sameNameRetryMs = 1_000;
 
 /** A write refused because the object changed since the cache read it: tried again once the cache has caught up. */
 const conflictRetryMs = 1_000;
+
+/**
+ * Sharded, a dependency another replica owns is not in this replica's caches, and its changes
+ * queue nothing here: it is read from the API server, and read again this often while waited for.
+ */
+const otherShardDependencyRecheckMs = 10_000;
+
+/** The most objects a dependsOn chain is followed through, in search of a cycle. */
+const maxDependencyGraph = 256;
 
 export interface ReconcilerDeps {
   readonly clients: KubeClients;
@@ -166,6 +176,8 @@ export class Reconciler {
     if (isSuspended(object)) return this.suspended(object, stack, applied, current, observed);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
+    const held = await this.heldByDependencies(object, stack, decision, observed, current);
+    if (held) return held.result;
     const request = pendingRequest(object);
     if (request === undefined && decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log, current);
     // Under Preview an `up` needs an approval; what a request asks for without one is a refresh.
@@ -199,6 +211,47 @@ export class Reconciler {
     if (object.status?.preview) await this.deps.plans.discard(stack);
     const phase = suspendedPhase({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: rolloutPhase(object, observed.deployment) });
     return this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
+  }
+
+  /**
+   * The objects the dependsOn chains from `object` reach, read from the watch cache. Sharded, one
+   * that another replica owns is not in it, and is read from the API server (`otherShard`).
+   */
+  private async dependencyGraph(object: Workload): Promise<{ lookup: Lookup; otherShard: boolean }> {
+    const { namespace } = object.metadata;
+    const found = new Map<string, Workload | undefined>();
+    let otherShard = false;
+    const pending = [...dependenciesOf(object)];
+    for (let ref = pending.shift(); ref && found.size < maxDependencyGraph; ref = pending.shift()) {
+      const key = dependencyKey(namespace, ref);
+      if (found.has(key)) continue;
+      let dependency = this.deps.watcher.workload(ref.kind, namespace, ref.name);
+      if (!dependency && this.deps.shard) {
+        otherShard = true;
+        dependency = await readWorkload(this.deps.clients, { kind: ref.kind, namespace, name: ref.name });
+      }
+      found.set(key, dependency);
+      if (dependency) pending.push(...dependenciesOf(dependency));
+    }
+    return { lookup: (kind, name) => found.get(dependencyKey(namespace, { kind, name })), otherShard };
+  }
+
+  /**
+   * spec.dependsOn: a new spec waits while a dependency is not Ready; nothing runs, and the status
+   * says for what (a cycle: Stalled, with its Warning Event). Undefined when nothing holds it. No
+   * retry is due: a dependency's change queues this object (watch.ts). A plan that waited for
+   * approval is withdrawn, as under suspend: it may not be applied before the dependencies are
+   * Ready, and they may change meanwhile.
+   */
+  private async heldByDependencies(object: Workload, stack: string, decision: Decision, observed: Observed, current: StackStatus): Promise<{ result: HandlerResult } | undefined> {
+    if (!holdsApply(decision) || !dependenciesOf(object).length) return undefined;
+    const { lookup, otherShard } = await this.dependencyGraph(object);
+    const phase = dependencyPhase(object, lookup, decision.reason);
+    if (!phase) return undefined;
+    if (object.status?.preview) await this.deps.plans.discard(stack);
+    if (phase.kind === "progressing") this.deps.events.record(object, "Normal", phase.reason, phase.message);
+    const result = await this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
+    return { result: otherShard ? { outcome: "requeued", requeueAfterMs: otherShardDependencyRecheckMs } : result };
   }
 
   /**

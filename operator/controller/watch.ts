@@ -1,6 +1,7 @@
 // Informers on the two kinds and on the Deployments, Services and Pods appstack manages. Handlers only
 // enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
-// status-only change leaves a key in backoff to its retry (child-events.ts).
+// status-only change leaves a key in backoff to its retry (child-events.ts). An object's change that
+// may end or begin another's wait (spec.dependsOn) queues that other object (dependencies.ts).
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { childKindNames, childPath, resourcePath, type ChildKind } from "../../crds/child-kinds.ts";
 import { workloadKinds } from "../../components/kinds.ts";
@@ -12,6 +13,7 @@ import { RestartingInformer, type Cached, type FailurePhase } from "../kube/rest
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
+import { DependencyIndex } from "./dependencies.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
@@ -63,6 +65,8 @@ export class Watcher {
   private readonly pods: Cached<V1Pod>[] = [];
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
+  /** Which objects wait for which (spec.dependsOn): a dependency's change queues its dependants. */
+  private readonly dependencies = new DependencyIndex();
 
   private readonly clients: KubeClients;
   private readonly namespaces: Namespaces;
@@ -123,6 +127,15 @@ export class Watcher {
     // Sharded, an object that leaves the selection (moved to another replica) is a deletion to the
     // informer: its key is queued, and the reconciler's shard fence forgets it (shard-fence.ts).
     const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list, ns, this.shardSelector);
+    const keyOfEvent = (object: Workload) => keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name });
+    // A dependency's status is work for its dependants (its own status writes are not its own work):
+    // queued when it appears, goes, or becomes Ready or not for a generation.
+    const onDependency = (dependants: readonly string[]) => {
+      for (const dependant of dependants) this.queue.add(dependant);
+    };
+    informer.on("add", (object: Workload) => onDependency(this.dependencies.seen(keyOfEvent(object), object)));
+    informer.on("update", (object: Workload) => onDependency(this.dependencies.seen(keyOfEvent(object), object)));
+    informer.on("delete", (object: Workload) => onDependency(this.dependencies.gone(keyOfEvent(object))));
     const onEvent = (object: Workload) => {
       // Our own status writes come back as updates: reacting to them would turn every retry
       // backoff into a hot loop. Only what the user (or the API server) changes is work.
@@ -130,7 +143,7 @@ export class Watcher {
       const fingerprint = JSON.stringify([object.metadata.generation, object.metadata.deletionTimestamp, object.metadata.finalizers, object.metadata.annotations, object.metadata.labels?.[shardDrainLabel]]);
       if (this.seen.get(object.metadata.uid) === fingerprint) return;
       this.seen.set(object.metadata.uid, fingerprint);
-      this.queue.add(keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name }));
+      this.queue.add(keyOfEvent(object));
     };
     informer.on("add", onEvent);
     informer.on("update", onEvent);
