@@ -89,6 +89,9 @@ export const nodeTools: readonly Tool[] = [
     goPackage: "github.com/rancher/local-path-provisioner",
     pinnedModule: "github.com/rancher/local-path-provisioner",
   },
+  // The node's cluster DNS (cluster/node-dns.ts), a process beside the cluster. Its main is ours (it names the
+  // plugins it runs), so the cache key covers that source, as for pause; go.mod pins github.com/coredns/coredns.
+  { binary: "coredns", moduleDir: "coredns", goPackage: "." },
 ];
 
 /** What upstream's release build stamps: without it the API server's /version says v0.0.0-master. */
@@ -109,7 +112,7 @@ export const oldestControlPlaneTools: readonly Tool[] = ["kube-apiserver", "kube
 );
 
 export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus" | NodeToolName;
-export type NodeToolName = "kubelet" | "kube-proxy" | "pause" | "local-path-provisioner";
+export type NodeToolName = "kubelet" | "kube-proxy" | "pause" | "local-path-provisioner" | "coredns";
 
 export function cacheRoot(): string {
   const base = process.env["APPSTACK_CACHE_DIR"] ?? join(process.env["XDG_CACHE_HOME"] ?? join(homedir(), ".cache"), "appstack");

@@ -1,6 +1,6 @@
 // A local cluster with a real node (ClusterOptions.realNode): pods really run (containerd, runc,
-// the kubelet), Services answer through kube-proxy, claims bind, pods reach the API server, and a
-// stop leaves nothing behind. It needs root and Debian's packages (test/helpers/real-node-gate.ts),
+// the kubelet), Services answer through kube-proxy and by name through the cluster DNS (CoreDNS),
+// claims bind, pods reach the API server, and a stop leaves nothing behind. It needs root and Debian's packages (test/helpers/real-node-gate.ts),
 // and builds the kubelet and kube-proxy on first use.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -85,7 +85,7 @@ test("a pod on the pause image runs, and the kubelet reports it Ready with an ad
   assert.ok(pod.status?.podIP?.startsWith(prefix), `pod IP ${pod.status?.podIP} in ${node().network.podCidr}`);
 });
 
-test("a busybox httpd behind a ClusterIP Service answers from the host and from a pod, and pods reach the API server at 10.96.0.1", { skip }, async () => {
+test("a busybox httpd behind a ClusterIP Service answers from the host and from a pod, by address and by name through the cluster DNS, and pods reach the API server by name", { skip }, async () => {
   const busybox = node().images.busybox.name;
   const serve = "mkdir -p /www && echo hello-from-pod > /www/index.html && exec httpd -f -p 8080 -h /www";
   await core.createNamespacedPod({ namespace, body: podOf("web", busybox, ["/bin/sh", "-c", serve]) });
@@ -102,14 +102,21 @@ test("a busybox httpd behind a ClusterIP Service answers from the host and from 
     return response?.status === 200 ? response : undefined;
   }, podTimeoutMs);
   assert.equal(answer.body.trim(), "hello-from-pod");
-  // From a pod: the Service by its ClusterIP, and the API server through the `kubernetes` Service.
-  const probe = `wget -q -O - http://${clusterIp}/ && echo && wget -q --no-check-certificate -O - https://10.96.0.1:443/version`;
+  // From a pod: the Service by its ClusterIP, then by its names through the cluster DNS (CoreDNS at
+  // kube-system/kube-dns; `web` through the namespace's search domain), and the API server by name.
+  const fetches = [`http://${clusterIp}/`, "http://web.default.svc/", "http://web/", "http://web.default.svc.cluster.local/"];
+  const probe = `${fetches.map((url) => `echo ${url} && wget -q -O - ${url}`).join(" && ")} && wget -q --no-check-certificate -O - https://kubernetes.default.svc/version`;
   await core.createNamespacedPod({ namespace, body: podOf("client", busybox, ["/bin/sh", "-c", probe]) });
-  await podWhen("client", "Succeeded", succeeded);
+  const client = await podWhen("client", "Succeeded", succeeded);
   // The logs come from the kubelet through the API server (its kubelet client certificate).
   const logs = await core.readNamespacedPodLog({ name: "client", namespace });
-  assert.match(logs, /hello-from-pod/);
+  assert.equal(logs.match(/hello-from-pod/g)?.length, fetches.length, logs);
   assert.match(logs, /"gitVersion"/);
+  // The kubelet gave the pod the cluster's nameserver and search path, not the machine's resolv.conf.
+  const dns = await core.readNamespacedService({ name: "kube-dns", namespace: "kube-system" });
+  assert.equal(dns.spec?.clusterIP, "10.96.0.10");
+  const events = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${client.metadata!.name!}` });
+  assert.deepEqual(events.items.filter((event) => event.reason === "MissingClusterDNS").map((event) => event.message), []);
 });
 
 test("a claim of the default StorageClass binds to a local-path volume and a pod writes to it", { skip }, async () => {
@@ -142,7 +149,7 @@ function assertNothingLeft(dir: string, realNode: RealNodeState): void {
 
 test("after stop no process, container, mount, cgroup, iptables chain or bridge of the node remains", { skip }, async () => {
   const { dir } = cluster!;
-  assert.ok(processesMentioning(dir).length >= 8, "containerd, kubelet, kube-proxy, the provisioner and shims run");
+  assert.ok(processesMentioning(dir).length >= 8, "containerd, kubelet, kube-proxy, CoreDNS, the provisioner and shims run");
   stopped = true;
   await cluster!.stop();
   assertNothingLeft(dir, node());

@@ -2,6 +2,7 @@
 // every port is a free loopback one, so that nothing is shared with the machine's own services.
 import { join } from "node:path";
 import yaml from "js-yaml";
+import { clusterDomain } from "./node-dns.ts";
 import type { NodeNetwork } from "./node-network.ts";
 
 export const pauseImageName = "appstack.local/pause";
@@ -87,6 +88,8 @@ export interface KubeletSettings {
   readonly healthzPort: number;
   readonly cgroupRoot: string;
   readonly caFile: string;
+  /** The cluster DNS Service's address (node-dns.ts), every pod's nameserver. */
+  readonly clusterDns: string;
 }
 
 /** The kubelet's KubeletConfiguration: nothing that would evict pods on a busy or fairly full machine. */
@@ -117,6 +120,8 @@ export function kubeletConfig(paths: NodePaths, settings: KubeletSettings): stri
     imageGCLowThresholdPercent: 99,
     serializeImagePulls: false,
     resolvConf: "/etc/resolv.conf",
+    clusterDNS: [settings.clusterDns],
+    clusterDomain,
   });
 }
 

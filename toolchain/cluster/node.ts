@@ -14,6 +14,7 @@ import { createCgroupRoot, killPodProcesses, killShims, removeCgroups, removeKub
 import { containerdConfig, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths } from "./node-config.ts";
 import { busyboxImage, importImage, pauseImage, type ImageArchive } from "./node-images.ts";
 import { createNodeNetwork, deleteNodeNetwork, writeCniConfig, type NodeNetwork } from "./node-network.ts";
+import { createDnsObjects, dnsServiceIp, dnsUser, upstreamResolver, writeCorefile } from "./node-dns.ts";
 import { createStorageObjects, provisionerArgs } from "./node-storage.ts";
 import { clientCertificate, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
@@ -24,7 +25,7 @@ import { request as httpGet } from "node:http";
 const execFileAsync = promisify(execFile);
 
 export const realNodeName = "real-node";
-export const nodeComponents = ["kubelet", "kube-proxy", "local-path-provisioner"] as const;
+export const nodeComponents = ["kubelet", "kube-proxy", "coredns", "local-path-provisioner"] as const;
 
 export interface RealNodeState {
   readonly nodeName: string;
@@ -95,7 +96,7 @@ export interface NodeStartContext {
 export async function startRealNode(node: RealNodeState, ctx: NodeStartContext): Promise<string> {
   const { paths, network } = node;
   const tool = (name: ToolName) => toolPath(name);
-  const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = (await freeLoopbackPorts(4)) as [number, number, number, number];
+  const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics, dnsHealth, dnsReady] = (await freeLoopbackPorts(6)) as [number, number, number, number, number, number];
 
   ctx.log(`cluster ${ctx.clusterName}: starting containerd (${paths.containerdSocket})`);
   const containerd = ctx.launch("containerd", "containerd", ["--config", paths.containerdConfig]);
@@ -109,6 +110,7 @@ export async function startRealNode(node: RealNodeState, ctx: NodeStartContext):
   const kubeletKubeconfig = writeKubeconfig(join(paths.root, "kubelet.kubeconfig"), ctx.clusterName, ctx.server, ctx.pki, `system:node:${node.nodeName}`, "system:nodes");
   writeFileSync(paths.kubeletConfig, kubeletConfig(paths, {
     network, port: kubeletPort, healthzPort: kubeletHealthz, cgroupRoot: node.cgroupRoot, caFile: join(ctx.dir, "pki", "ca.crt"),
+    clusterDns: dnsServiceIp(network.serviceCidr),
   }));
   const kubelet = ctx.launch("kubelet", tool("kubelet"), [
     `--config=${paths.kubeletConfig}`, `--kubeconfig=${kubeletKubeconfig}`, `--root-dir=${paths.kubeletDir}`,
@@ -120,6 +122,14 @@ export async function startRealNode(node: RealNodeState, ctx: NodeStartContext):
   writeFileSync(paths.kubeProxyConfig, kubeProxyConfig({ network, kubeconfig: proxyKubeconfig, nodeName: node.nodeName, healthzPort: proxyHealthz, metricsPort: proxyMetrics }));
   const kubeProxy = ctx.launch("kube-proxy", tool("kube-proxy"), [`--config=${paths.kubeProxyConfig}`]);
   await waitUntil("kube-proxy /healthz", kubeProxy, ctx.dir, async () => (await statusOf(httpGet, `http://127.0.0.1:${proxyHealthz}/healthz`, {})) === 200);
+
+  ctx.log(`cluster ${ctx.clusterName}: starting CoreDNS (Service kube-system/kube-dns at ${dnsServiceIp(network.serviceCidr)})`);
+  await createDnsObjects(ctx.adminKubeconfig, dnsServiceIp(network.serviceCidr), network.gateway);
+  const dnsKubeconfig = writeKubeconfig(join(paths.root, "coredns.kubeconfig"), ctx.clusterName, ctx.server, ctx.pki, dnsUser);
+  const corefile = writeCorefile(paths.root, { address: network.gateway, kubeconfig: dnsKubeconfig, healthPort: dnsHealth, readyPort: dnsReady, upstream: upstreamResolver() });
+  const coredns = ctx.launch("coredns", tool("coredns"), ["-conf", corefile]);
+  // /ready answers 200 once the kubernetes plugin has listed Services and EndpointSlices.
+  await waitUntil("CoreDNS /ready", coredns, ctx.dir, async () => (await statusOf(httpGet, `http://127.0.0.1:${dnsReady}/ready`, {})) === 200);
 
   await waitForRootCaConfigMap(kubelet, ctx.adminKubeconfig, ctx.dir);
   await createStorageObjects(ctx.adminKubeconfig);
