@@ -23,6 +23,8 @@ const install = new AppstackInstall("appstack", {
   // One of the two (the component says so otherwise): the passphrase itself, or a Secret of the user's holding it.
   passphrase: config.getSecret("passphrase"),
   passphraseSecret: config.get("passphraseSecret") || undefined,
+  objectMetrics: config.getBoolean("objectMetrics"),
+  serviceMonitor: config.getBoolean("serviceMonitor"),
 });
 
 export const namespace = install.namespace;

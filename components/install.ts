@@ -51,6 +51,14 @@ export interface AppstackInstallArgs {
   readonly storageSize?: string;
   /** The operator container's requests and limits. Default `defaultResources`. */
   readonly resources?: k8s.types.input.core.v1.ResourceRequirements;
+  /** Metrics per object too, labelled {kind, namespace, name} (APPSTACK_OBJECT_METRICS): their series grow with the objects. Default false. */
+  readonly objectMetrics?: boolean;
+  /**
+   * A Service for the operator's metrics and a Prometheus operator ServiceMonitor
+   * (monitoring.coreos.com/v1) that scrapes every replica through it. Needs the Prometheus
+   * operator's CRDs in the cluster. Default false.
+   */
+  readonly serviceMonitor?: boolean;
 }
 
 export const operatorName = "appstack-operator";
@@ -131,6 +139,7 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     { name: "APPSTACK_PASSPHRASE", valueFrom: fromSecret(args.passphraseSecret ?? secretName, "passphrase") },
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
+    ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
   ];
 }
 
@@ -207,6 +216,32 @@ function stateVolume(name: string, args: AppstackInstallArgs, meta: Meta, parent
     spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: args.storageSize ?? "1Gi" } } },
   }, { parent });
   return { name: "state", persistentVolumeClaim: { claimName: claim.metadata.name } };
+}
+
+/** The label that tells the metrics Service from anything else of the install: what the ServiceMonitor selects. */
+export const metricsComponent = { "app.kubernetes.io/component": "metrics" };
+
+/**
+ * With serviceMonitor: a Service in front of every replica's health port (/metrics is served there
+ * with /healthz and /readyz) and a ServiceMonitor that scrapes each replica through it. Each
+ * replica's metrics are its own (a standby's, a shard's), so every endpoint is scraped, not one.
+ */
+function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, string>, parent: pulumi.Resource): void {
+  const labels = { ...meta.labels, ...metricsComponent };
+  const service = new k8s.core.v1.Service(`${name}-metrics`, {
+    metadata: { ...meta, name: `${operatorName}-metrics`, labels },
+    spec: { selector: podLabels, ports: [{ name: "metrics", port: healthPort, targetPort: "health", protocol: "TCP" }] },
+  }, { parent });
+  new k8s.apiextensions.CustomResource(`${name}-metrics`, {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "ServiceMonitor",
+    metadata: { ...meta, name: `${operatorName}-metrics`, labels },
+    spec: {
+      selector: { matchLabels: labels },
+      namespaceSelector: { matchNames: [meta.namespace] },
+      endpoints: [{ port: "metrics", path: "/metrics", scheme: "http" }],
+    },
+  }, { parent, dependsOn: [service] });
 }
 
 export class AppstackInstall extends pulumi.ComponentResource {
@@ -295,6 +330,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
         },
       },
     }, { parent: this, dependsOn: [crds] });
+    if (args.serviceMonitor) metricsMonitoring(name, meta, labels, this);
     this.namespace = namespace;
     this.serviceAccount = account.metadata.name;
     this.deployment = deployment.metadata.name;

@@ -22,7 +22,8 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --backend-secret NAME        a Secret you make there, key backendUrl: a postgres:// URL (default: a file backend on a volume)
   --backend-ca-secret NAME     a Secret there, key ca.crt: the CA bundle of the database's server
   --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
-  --storage-size SIZE  --pod-start-timeout-seconds N`;
+  --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
+  --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)`;
 
 /** Each flag and the install option (`appstack:<key>`) it sets. */
 const options = {
@@ -36,10 +37,12 @@ const options = {
   parallelism: "parallelism",
   "storage-size": "storageSize",
   "pod-start-timeout-seconds": "podStartTimeoutSeconds",
+  "object-metrics": "objectMetrics",
+  "service-monitor": "serviceMonitor",
 } as const;
 
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
-const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Deployment"];
+const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "ServiceMonitor"];
 
 export async function runManifestsCli(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, {

@@ -41,13 +41,16 @@ test("a rendered install holds every object of the install in the order kubectl 
   const container = (deployment.spec as { template: { spec: { containers: { image: string; env: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] } } }).template.spec.containers[0]!;
   assert.equal(container.image, "registry.example/appstack:0.1.0");
   assert.deepEqual(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE")?.valueFrom, { secretKeyRef: { name: "team-credentials", key: "passphrase" } });
+  // Off by default: no metrics per object, no metrics Service, no ServiceMonitor.
+  assert.equal(container.env.find((e) => e.name === "APPSTACK_OBJECT_METRICS"), undefined);
+  assert.ok(!objects.some((object) => object.kind === "Service" || object.kind === "ServiceMonitor"), names.join(", "));
   // Nothing left: no stack configuration beside the program, no temporary folder.
   assert.ok(!existsSync(join(repoRoot, "Pulumi.manifests.yaml")));
   assert.deepEqual(leftovers(), before);
 });
 
-test("with a database: the URL from the user's Secret, no state volume, replicas rolling; bad options refused before anything is rendered", () => {
-  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2");
+test("with a database: the URL from the user's Secret, no state volume, replicas rolling; with --service-monitor a metrics Service and a ServiceMonitor that scrapes every replica; bad options refused before anything is rendered", () => {
+  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true");
   assert.equal(rendered.status, 0, rendered.stderr);
   const objects = yaml.loadAll(rendered.stdout) as Manifest[];
   assert.ok(!objects.some((object) => object.kind === "PersistentVolumeClaim" || object.kind === "Secret"));
@@ -57,6 +60,26 @@ test("with a database: the URL from the user's Secret, no state volume, replicas
   const env = spec.template.spec.containers[0]!.env;
   assert.deepEqual(env.find((e) => e.name === "APPSTACK_BACKEND_URL")?.valueFrom, { secretKeyRef: { name: "db", key: "backendUrl" } });
   assert.equal(env.find((e) => e.name === "APPSTACK_SHARDING")?.value, "true");
+  assert.equal(env.find((e) => e.name === "APPSTACK_OBJECT_METRICS")?.value, "true");
+
+  // The Service selects the operator's pods and names their health port (/metrics is served there);
+  // the ServiceMonitor selects that Service by its labels, and scrapes its port by name.
+  type Labelled = Manifest & { metadata: { labels: Record<string, string> } };
+  const service = objects.find((object) => object.kind === "Service") as Labelled & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } };
+  const monitor = objects.find((object) => object.kind === "ServiceMonitor") as Labelled & { spec: { selector: { matchLabels: Record<string, string> }; namespaceSelector: { matchNames: string[] }; endpoints: { port: string; path: string }[] } };
+  assert.ok(service && monitor, objects.map((object) => object.kind).join(", "));
+  assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
+  const podLabels = (spec as unknown as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+  assert.deepEqual(service.spec.selector, podLabels);
+  const healthPort = (spec.template.spec.containers[0] as unknown as { ports: { name: string; containerPort: number }[] }).ports[0]!;
+  assert.deepEqual(service.spec.ports.map((port) => [port.name, port.port, port.targetPort]), [["metrics", healthPort.containerPort, healthPort.name]]);
+  assert.deepEqual(monitor.spec.selector.matchLabels, service.metadata.labels);
+  assert.deepEqual(monitor.spec.namespaceSelector.matchNames, [service.metadata.namespace]);
+  assert.deepEqual(monitor.spec.endpoints.map((endpoint) => [endpoint.port, endpoint.path]), [["metrics", "/metrics"]]);
+  // No other Service of the install carries the label the ServiceMonitor selects.
+  assert.equal(objects.filter((object) => object.kind === "Service").length, 1);
+  // The Service after the namespace, the ServiceMonitor (whose CRD the Prometheus operator brings) last.
+  assert.equal(objects.at(-1)?.kind, "ServiceMonitor");
 
   const noPassphrase = manifests("--replicas", "1");
   assert.equal(noPassphrase.status, 1);
