@@ -134,3 +134,11 @@ test("a cycle (a dependsOn b, b dependsOn a): each is Stalled naming the cycle, 
     await nothingApplied("App", name);
   }
 });
+
+test("the cycle broken (b's dependsOn removed): b is applied, then a, queued by b's readiness", async () => {
+  await workloads.mergeSpec("App", namespace, "b", { dependsOn: null });
+  const b = await workloads.ready("App", namespace, "b", 60_000);
+  const a = (await workloads.ready("App", namespace, "a", 60_000)) as App;
+  assert.ok(Date.parse(a.status!.history![0]!.startTime) >= Date.parse(ready(b)!.lastTransitionTime), "a's first up started once b was Ready");
+  assert.ok(await deployment("a"), "a's Deployment exists");
+});
