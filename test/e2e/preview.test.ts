@@ -14,6 +14,7 @@ import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventsOf, eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { denyWrites, holdWrites, type AdmissionRequest } from "../helpers/hold.ts";
 import { kstatus, type KstatusStatus } from "../helpers/kstatus.ts";
+import { argoHealth, expectedHealth } from "../helpers/argocd-health.ts";
 import { disposeOperator, previewCli, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 
@@ -131,12 +132,22 @@ function conditionOf(app: App, type: Condition["type"]): Condition | undefined {
   return app.status?.conditions?.find((c) => c.type === type);
 }
 
-/** kstatus reads `app` (as the API server returned it) as `status`, with `observedGeneration` applied. */
+/**
+ * kstatus reads `app` (as the API server returned it) as `status`, with `observedGeneration`
+ * applied; Argo CD's health check (deploy/argocd/health.lua) reads the same object as the same state.
+ */
 function readsAs(app: App, status: KstatusStatus, observedGeneration: number, state: string): void {
   const reading = kstatus(app);
   const conditions = (app.status?.conditions ?? []).map((c) => `${c.type}=${c.status} ${c.reason}`).join(", ");
   assert.equal(reading.status, status, `${state}: kstatus read ${reading.status} (${reading.message}); generation ${app.metadata.generation}; ${conditions}`);
   assert.equal(app.status?.observedGeneration, observedGeneration, `${state}: observedGeneration`);
+  argoReadsAsKstatus(app, status, state);
+}
+
+/** Argo CD's health check reads `app` as kstatus's `status` maps to (docs/monitoring.md). */
+function argoReadsAsKstatus(app: App, status: KstatusStatus, state: string): void {
+  const health = argoHealth(app);
+  assert.equal(health.status, expectedHealth(app, status), `${state}: the Argo CD health check read ${health.status} (${health.message}) where kstatus read ${status}`);
 }
 
 
@@ -239,8 +250,10 @@ test("a destroy that fails is Stalled with the engine's words and a Warning Even
   const denial = await denyWrites(cluster().cluster, "deployments", "DELETE", namespace, name, { message: "kept by the test" });
   try {
     await workloads.delete("App", namespace, name);
-    // kstatus reads any object being deleted as Terminating, before its conditions.
-    assert.equal(kstatus(await getApp(name)).status, "Terminating");
+    // kstatus reads any object being deleted as Terminating, before its conditions; Argo CD's check, Progressing.
+    const deleting = await getApp(name);
+    assert.equal(kstatus(deleting).status, "Terminating");
+    argoReadsAsKstatus(deleting, "Terminating", "being deleted");
     await denial.denied;
     const stalled = await eventually("Stalled=True", async () => {
       const app = await getApp(name);
@@ -253,6 +266,7 @@ test("a destroy that fails is Stalled with the engine's words and a Warning Even
     assert.deepEqual([stalled.status?.stack?.lastOperation?.kind, stalled.status?.stack?.lastOperation?.result], ["destroy", "failed"]);
     assert.ok(stalled.status?.stack?.nextRetryTime);
     assert.equal(kstatus(stalled).status, "Terminating");
+    argoReadsAsKstatus(stalled, "Terminating", "being deleted, destroy failed");
     await eventWithReason(cluster().core, namespace, name, "DestroyFailed", (m) => /kept by the test/.test(m));
   } finally {
     await denial.remove();
