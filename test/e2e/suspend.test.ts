@@ -14,7 +14,9 @@ import { installPluginBin } from "../../operator/cmd/plugin-bin.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { eventually, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { kstatus } from "../helpers/kstatus.ts";
-import { checkpointPath, disposeOperator, kubectlAppstack, stackHistoryEntries, stackHistoryFolder, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { argoHealth, expectedHealth } from "../helpers/argocd-health.ts";
+import { httpGet } from "../helpers/http.ts";
+import { checkpointPath, disposeOperator, kubectlAppstack, metricValue, stackHistoryEntries, stackHistoryFolder, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const namespace = "default";
 const name = "web";
@@ -80,6 +82,9 @@ test("suspending an applied App changes nothing it applies: still applied, Ready
   const resting = await readyWhere("Ready=True Suspended", (c) => c.status === "True" && c.reason === "Suspended");
   assert.equal(resting.status?.observedGeneration, resting.metadata.generation);
   assert.equal(kstatus(resting).status, "Current");
+  // Argo CD's health check: Suspended, whatever kstatus reads (docs/monitoring.md).
+  assert.equal(argoHealth(resting).status, "Suspended");
+  assert.equal(expectedHealth(resting, "Current"), "Suspended");
   assert.equal(resting.status?.history?.length, created.status?.history?.length, "no update for it");
   applied = { generation: resting.metadata.generation!, engineUpdates: engineUpdates(), history: resting.status!.history!.length };
 });
@@ -88,6 +93,7 @@ test("suspended: a hand edit of the Deployment is reported as drift (Ready=False
   await cluster().apps.patchNamespacedDeployment({ name, namespace, body: { spec: { replicas: 3 } } }, mergePatch);
   const drifted = await readyWhere("the drift reported", (c) => c.status === "False" && c.reason === "Suspended" && /drift: Deployment web: spec\.replicas: 3, want 1/.test(c.message));
   assert.equal(kstatus(drifted).status, "InProgress");
+  assert.equal(argoHealth(drifted).status, "Suspended");
   const status = appstack("status", "-n", namespace, "-o", "json");
   assert.equal(status.status, 0, "suspended drift alone needs no person");
   const listed = JSON.parse(status.stdout) as { name: string; reason: string; drifted: string[]; suspended: boolean }[];
@@ -100,6 +106,7 @@ test("suspended: a spec change is held back: the Deployment unchanged, no new up
   const held = await readyWhere("the spec change held back", (c) => /held back: spec changed/.test(c.message));
   assert.equal(held.status?.observedGeneration, applied.generation, "the new generation is not applied");
   assert.equal(kstatus(held).status, "InProgress");
+  assert.deepEqual(argoHealth(held), { status: "Suspended", message: ready(held)?.message });
   assert.deepEqual([statusOf(held, "Ready"), statusOf(held, "Reconciling"), statusOf(held, "Stalled")], ["False", "False", "False"]);
   assert.deepEqual(await liveSpec(), ["nginx:1.27", 3], "nothing applied, nothing repaired");
   assert.equal(engineUpdates(), applied.engineUpdates, "the stack records no new update");
@@ -111,6 +118,7 @@ test("`kubectl appstack resume` applies the held-back change and repairs the dri
   assert.equal(resumed.status, 0, resumed.stderr);
   const now = (await workloads.ready("App", namespace, name)) as App;
   assert.equal(ready(now)?.reason, "Available");
+  assert.deepEqual([kstatus(now).status, argoHealth(now).status], ["Current", "Healthy"]);
   await eventually("the Deployment as the spec says", async () => ((await liveSpec()).join() === "nginx:1.28,1" ? true : undefined));
   assert.deepEqual(lastOperation(now), ["up", "succeeded", "spec", now.metadata.generation]);
   assert.ok(engineUpdates() > applied.engineUpdates);
@@ -198,4 +206,11 @@ test("under updatePolicy Preview, suspending withdraws the plan waiting for appr
   const { preview: fresh } = await workloads.previewOf("App", namespace, gated, preview.planId);
   assert.equal(fresh.generation, withdrawn.metadata.generation! + 1);
   assert.equal((await cluster().apps.readNamespacedDeployment({ name: gated, namespace })).spec?.replicas, 1, "nothing applied unapproved");
+});
+
+test("without APPSTACK_OBJECT_METRICS (the default), /metrics has no series per object, however many reconciles ran", async () => {
+  const body = (await httpGet(`http://127.0.0.1:${operator!.healthPort}/metrics`)).body;
+  assert.ok((metricValue(body, "appstack_reconcile_total", { kind: "App", result: "success" }) ?? 0) > 0, "Apps were reconciled");
+  assert.ok((metricValue(body, "appstack_pulumi_operations_total", { operation: "up" }) ?? 0) > 0, "and updated");
+  assert.doesNotMatch(body, /^(# (HELP|TYPE) )?appstack_object_/m);
 });
