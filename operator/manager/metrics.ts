@@ -69,8 +69,10 @@ export class OperatorMetrics {
       throw error;
     } finally {
       const seconds = end();
-      if (present()) this.objects?.reconciled(key, seconds, done);
-      else this.objects?.forget(key);
+      if (this.objects) {
+        if (present()) this.objects.reconciled(key, seconds, done);
+        else this.objects.forget(key);
+      }
     }
   }
 
