@@ -13,7 +13,7 @@ const objectBuckets = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 const operationKinds: readonly StackOperation["kind"][] = ["up", "refresh", "preview", "destroy"];
 
-/** The engine's step counts (an operation's summary, as status.lastOperation.resourceChanges has them) in three words. */
+/** The engine's step counts (an operation's summary, as status.stack.lastOperation.resourceChanges has them) in three words. */
 const changeOfStep: Readonly<Record<string, "created" | "changed" | "deleted">> = {
   create: "created",
   "create-replacement": "created",
@@ -41,7 +41,7 @@ export class ObjectMetrics {
     const labelNames = ["kind", "namespace", "name"];
     this.reconcileSeconds = new Histogram({ name: "appstack_object_reconcile_duration_seconds", help: "Reconcile durations of each object (APPSTACK_OBJECT_METRICS).", labelNames, buckets: objectBuckets, registers });
     this.operationSeconds = new Histogram({ name: "appstack_object_operation_duration_seconds", help: "Pulumi operation durations of each object's stack, by operation: up, refresh, preview, destroy (APPSTACK_OBJECT_METRICS).", labelNames: [...labelNames, "operation"], buckets: objectBuckets, registers });
-    this.resources = new Counter({ name: "appstack_object_resources_total", help: "Resources each object's up, refresh and destroy created, changed (updated or replaced) and deleted, as the engine's summary counts them (status.lastOperation.resourceChanges); a preview changes nothing and is not counted (APPSTACK_OBJECT_METRICS).", labelNames: [...labelNames, "operation", "change"], registers });
+    this.resources = new Counter({ name: "appstack_object_resources_total", help: "Resources each object's up, refresh and destroy created, changed (updated or replaced) and deleted, as the engine's summary counts them (status.stack.lastOperation.resourceChanges); a preview changes nothing and is not counted (APPSTACK_OBJECT_METRICS).", labelNames: [...labelNames, "operation", "change"], registers });
     this.lastSuccess = new Gauge({ name: "appstack_object_last_success_timestamp_seconds", help: "When a reconcile of each object last succeeded (Unix time; APPSTACK_OBJECT_METRICS).", labelNames, registers });
   }
 
