@@ -10,6 +10,7 @@ import { mergePatch } from "../../operator/kube/clients.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, eventWithReason as eventWithReasonOf, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { kstatus } from "../helpers/kstatus.ts";
+import { argoHealth } from "../helpers/argocd-health.ts";
 import { disposeOperator, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
@@ -227,6 +228,7 @@ async function refusedByPodSecurity(namespace: string, name: string): Promise<vo
   assert.match(message, new RegExp(`^the API server refuses the pods: pods "${name}-[a-z0-9]+-[a-z0-9]+" is forbidden: violates PodSecurity "restricted:latest": `));
   assert.equal(stalled.status!.observedGeneration, stalled.metadata.generation, "Stalled speaks for the current generation");
   assert.equal(kstatus(stalled).status, "Failed");
+  assert.equal(argoHealth(stalled).status, "Degraded", "Argo CD's health check reads Failed as Degraded");
   await eventWithReason(namespace, name, "FailedCreate");
 }
 
