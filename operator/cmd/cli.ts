@@ -8,7 +8,6 @@ import { clusterCommand } from "../../toolchain/cluster/command.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { spawnSync } from "node:child_process";
 import { toolPath } from "../../toolchain/tools.ts";
-import { UsageError } from "./flags.ts";
 import { runOperator } from "./main.ts";
 import { runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
@@ -20,6 +19,10 @@ import { runStatusCli } from "./status-cli.ts";
 import { suspendCli } from "./suspend-cli.ts";
 import { runReconcileCli } from "./reconcile-cli.ts";
 import { runMainJob } from "./run.ts";
+import { runClusterInstall } from "./cluster-install-cli.ts";
+import { loadImages } from "../../toolchain/cluster/load.ts";
+import { defaultClusterName } from "../../toolchain/cluster/command.ts";
+import { parseFlags, UsageError } from "./flags.ts";
 
 const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstack <command>)
   run [--samples] [--real-node]
@@ -42,11 +45,18 @@ const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstac
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached); under CI=true as root,
                          first apt-get install the Debian packages the image and real-node tests need
-  image                  build the operator image (Dockerfile) and the http and memcached workload images
-                         with buildah on locally made base images; prints each image's OCI archive
+  image [--load [--name NAME]]
+                         build the operator image (Dockerfile) and the http and memcached workload images
+                         with buildah on locally made base images; prints each image's OCI archive;
+                         --load: then loads them into the local cluster's real node (default: local)
   crds                   write crds/yaml/ from the TypeScript CRD definitions
   cluster up|down|env|list [name] [--real-node]
-                         manage a local control plane; --real-node (with up): a real node too`;
+                         manage a local control plane; --real-node (with up): a real node too
+  cluster load IMAGE... [--name NAME]
+                         images into the local cluster's real node (archives, or images \`image\` built)
+  cluster install [name] [--samples]
+                         the operator as a pod on the real node, from the rendered install (as docs/install.md);
+                         --samples: the real node's samples too, checked to serve by name from a pod`;
 
 /** Each verb with what it runs; a verb returns its exit code, or nothing for success. */
 const commands: Record<string, (args: string[]) => Promise<number | void> | number | void> = {
@@ -60,7 +70,7 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
   suspend: suspendCli("suspend"),
   resume: suspendCli("resume"),
   reconcile: runReconcileCli,
-  cluster: clusterCommand,
+  cluster: (args) => (args[0] === "install" ? runClusterInstall(args.slice(1)) : clusterCommand(args)),
   pulumi: (args) => {
     buildToolchain();
     return runPulumiCli(args);
@@ -84,8 +94,11 @@ const commands: Record<string, (args: string[]) => Promise<number | void> | numb
     buildToolchain();
   },
   image: async (args) => {
-    noArguments("image", args);
-    for (const image of await buildImages()) console.log(`${image.name}\t${image.archiveName}\t${image.archive}`);
+    const flags = parseFlags(args, { load: { type: "boolean" }, name: { type: "string" } }, usage);
+    if (flags.name && !flags.load) throw new UsageError(`appstack image: --name names the cluster of --load\n${usage}`);
+    const images = await buildImages();
+    for (const image of images) console.log(`${image.name}\t${image.archiveName}\t${image.archive}`);
+    if (flags.load) loadImages(flags.name ?? defaultClusterName, images.map((image) => image.archiveName), (line) => console.error(line));
   },
   crds: (args) => {
     noArguments("crds", args);

@@ -2,13 +2,15 @@
 // install the CRDs; then run the operator in the foreground until Ctrl-C, which stops the operator
 // first and the local cluster after it.
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { ownershipPolicyName } from "../../crds/ownership.ts";
 import { shardLabelsPolicyName } from "../../crds/shard-labels.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { localClusterOf, startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { shellLines } from "../../toolchain/cluster/command.ts";
+import { loadImages } from "../../toolchain/cluster/load.ts";
+import { buildImages } from "../../toolchain/images/build.ts";
 import { engineBinaries, repoRoot } from "../../toolchain/tools.ts";
 import { applyObjects, installApi, readManifests } from "../kube/apply.ts";
 import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
@@ -18,12 +20,14 @@ import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";
 import { installPluginBin } from "./plugin-bin.ts";
+import { realNodeSamplesDir } from "./cluster-install-cli.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
 export const runUsage = `usage: appstack run [--samples] [--real-node] [--backend file|postgres] [flags]
   the operator in the foreground, on a new local cluster unless --kubeconfig=PATH or KUBECONFIG
-  names one; --samples also applies crds/samples/; --real-node gives the local cluster a real node
+  names one; --samples also applies crds/samples/ (with --real-node, crds/samples/real-node/, whose
+  images are built and loaded into the node); --real-node gives the local cluster a real node
   (pods run; needs root); --backend postgres keeps the stacks in a PostgreSQL server started beside
   the local cluster (docs/state-backends.md). Ctrl-C stops all, a second Ctrl-C at once.
 ${operatorFlagsUsage}`;
@@ -77,6 +81,17 @@ function localBackendUrl(cluster: LocalCluster | undefined): { "backend-url"?: s
   return cluster?.postgresUrl ? { "backend-url": cluster.postgresUrl } : {};
 }
 
+/**
+ * The samples; a real node pulls nothing, so its samples (crds/samples/real-node/) run the http and
+ * memcached images `appstack image` builds, built here if need be and loaded into the node.
+ */
+async function sampleFiles(cluster: LocalCluster | undefined, say: (line: string) => void): Promise<string[]> {
+  if (!cluster?.realNode) return samples;
+  const images = await buildImages(say, { only: ["http", "memcached"] });
+  loadImages(cluster.name, images.map((image) => image.archiveName), say);
+  return readdirSync(realNodeSamplesDir).filter((file) => file.endsWith(".yaml")).sort().map((file) => join(realNodeSamplesDir, file));
+}
+
 export async function runMainJob(argv: readonly string[]): Promise<void> {
   const { samples: withSamples = false, "real-node": realNode = false, backend, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" }, "real-node": { type: "boolean" }, backend: { type: "string" } }, runUsage);
   buildToolchain();
@@ -103,8 +118,9 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}` });
     const operator = await startService(config, engineBinaries(), log);
     if (withSamples) {
-      await applyObjects(clients, samples.flatMap(readManifests));
-      log.info("samples applied", { files: "crds/samples/app.yaml, crds/samples/memcached.yaml" });
+      const files = await sampleFiles(cluster, say);
+      await applyObjects(clients, files.flatMap(readManifests));
+      log.info("samples applied", { files: files.map((file) => relative(repoRoot, file)).join(", ") });
     }
     await new Promise<void>((resolve) => {
       onStopSignals(() => {

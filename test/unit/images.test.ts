@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { budArgs, storageArgs } from "../../toolchain/images/buildah.ts";
 import { mmdebstrapArgs, releaseDate } from "../../toolchain/images/debian.ts";
-import { archivePath, imageSpecs } from "../../toolchain/images/images.ts";
+import { archivePath, builtImageNamed, imageSpecs, imageTags } from "../../toolchain/images/images.ts";
 import { aptSources, cacheKey, goToolchainModule, goVersion, nodeVersion, projectVersion } from "../../toolchain/images/recipes.ts";
 import { boundedCommand } from "../../toolchain/images/run.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
@@ -76,4 +76,19 @@ test("the Dockerfile's base images are build arguments whose defaults are the pu
 test("buildah keeps its images under the given folder, and every command has a deadline", () => {
   assert.deepEqual(storageArgs("/c/images"), ["--root", "/c/images/storage", "--runroot", "/c/images/run", "--storage-driver", "overlay"]);
   assert.deepEqual(boundedCommand("buildah", ["images"], 60), ["timeout", ["--kill-after=30", "60s", "buildah", "images"]]);
+});
+
+test("`cluster load` knows the built images by each of their names, and the real node's samples name exactly them", () => {
+  const version = projectVersion();
+  assert.equal(builtImageNamed("operator", version), "operator");
+  assert.equal(builtImageNamed(`appstack:${version}`, version), "operator");
+  assert.equal(builtImageNamed(`docker.io/library/appstack:${version}`, version), "operator");
+  assert.equal(builtImageNamed(`localhost/appstack:${version}`, version), "operator");
+  assert.equal(builtImageNamed(`localhost/appstack/http:${version}`, version), "http");
+  assert.equal(builtImageNamed("memcached", version), "memcached");
+  assert.equal(builtImageNamed("nginx:1.27", version), undefined);
+  assert.equal(builtImageNamed("localhost/appstack/http:0.0.9", version), undefined);
+  const sampleImage = (file: string) => /^\s+image: (\S+)$/m.exec(readFileSync(join(repoRoot, "crds/samples/real-node", file), "utf8"))?.[1];
+  assert.equal(sampleImage("app.yaml"), imageTags("http", version).archiveName);
+  assert.equal(sampleImage("memcached.yaml"), imageTags("memcached", version).archiveName);
 });

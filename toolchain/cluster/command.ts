@@ -1,14 +1,19 @@
 // `appstack cluster up | down | env | list`: the local control plane as a command.
 import { existsSync } from "node:fs";
 import { dirname } from "node:path";
+import { parseArgs } from "node:util";
 import { toolPath } from "../tools.ts";
 import { buildToolchain } from "../build.ts";
 import { clusterDir, readState, runningClusters, startCluster, stopClusterAt } from "./cluster.ts";
+import { loadImages } from "./load.ts";
 import { isRunning as componentRuns } from "./process.ts";
 
-export const defaultClusterName = "local";
+/** The cluster the commands mean when none is named: `local`, or APPSTACK_CLUSTER_NAME (as kind reads KIND_CLUSTER_NAME). */
+export const defaultClusterName = process.env["APPSTACK_CLUSTER_NAME"] || "local";
 
-const clusterUsage = "usage: appstack cluster up|down|env|list [name] [--real-node]  (--real-node: with `up`, a real node: pods run)";
+const clusterUsage = `usage: appstack cluster up|down|env|list [name] [--real-node]  (--real-node: with \`up\`, a real node: pods run)
+       appstack cluster load IMAGE... [--name NAME]  images into the real node: archives (OCI or docker save), or images \`appstack image\` built
+       appstack cluster install [name] [--samples]   the operator as a pod on the real node, from the rendered install; --samples: the real-node samples too`;
 
 /** What a shell needs to use a local cluster: its kubeconfig, and the pinned kubectl on PATH. */
 export function shellLines(kubeconfig: string, indent = "  "): string {
@@ -37,7 +42,15 @@ export async function clusterUp(name: string, realNode = false): Promise<void> {
   console.log(envLines(name));
 }
 
+/** `cluster load IMAGE... [--name NAME]`: the images first, as `kind load` takes them. */
+function loadCommand(args: string[]): void {
+  const { values, positionals } = parseArgs({ args, options: { name: { type: "string" } }, allowPositionals: true });
+  if (!positionals.length) throw new Error(`cluster load: name at least one image\n${clusterUsage}`);
+  loadImages(values.name ?? defaultClusterName, positionals, (line) => console.error(line));
+}
+
 export async function clusterCommand(args: string[]): Promise<void> {
+  if (args[0] === "load") return loadCommand(args.slice(1));
   const realNode = args.includes("--real-node");
   const [verb, name = defaultClusterName, ...extra] = args.filter((arg) => arg !== "--real-node");
   if (extra.length || (realNode && verb !== "up")) throw new Error(`unexpected arguments: ${extra.join(" ") || "--real-node"}\n${clusterUsage}`);

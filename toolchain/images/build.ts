@@ -2,10 +2,9 @@
 // workload images, built with buildah (no daemon, no registry), each written as an OCI archive
 // that `ctr images import` loads.
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { buildBases, hostGoCaches, seconds } from "./bases.ts";
 import { budArgs, buildah, imageId, imageSize, imagesDir } from "./buildah.ts";
-import { archivePath, imageSpecs, type ImageSpec } from "./images.ts";
+import { archivePath, archivesDir, imageSpecs, type ImageSpec } from "./images.ts";
 import { projectVersion } from "./recipes.ts";
 
 type Log = (line: string) => void;
@@ -46,7 +45,7 @@ export async function buildImages(log: Log = (line) => console.error(line), opti
   log(`image: storage ${imagesDir()}`);
   const caches = hostGoCaches();
   const bases = await buildBases(caches, log);
-  const archives = join(imagesDir(), "oci");
+  const archives = archivesDir();
   mkdirSync(archives, { recursive: true });
   const built: BuiltImage[] = [];
   const specs = imageSpecs(bases, caches, options.version ?? projectVersion()).filter((spec) => !options.only || options.only.includes(spec.name));
