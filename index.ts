@@ -25,6 +25,7 @@ const install = new AppstackInstall("appstack", {
   passphraseSecret: config.get("passphraseSecret") || undefined,
   objectMetrics: config.getBoolean("objectMetrics"),
   serviceMonitor: config.getBoolean("serviceMonitor"),
+  defaultServiceAccount: config.get("defaultServiceAccount") || undefined,
 });
 
 export const namespace = install.namespace;

@@ -59,6 +59,13 @@ export interface AppstackInstallArgs {
    * operator's CRDs in the cluster. Default false.
    */
   readonly serviceMonitor?: boolean;
+  /**
+   * Tenant identities (APPSTACK_DEFAULT_SERVICE_ACCOUNT, docs/security.md#tenant-identities): each
+   * object's children are written as a ServiceAccount of its namespace, the one its
+   * spec.serviceAccountName names or this one, through impersonation; the operator then may
+   * impersonate ServiceAccounts and only read Deployments and Services. Default: off.
+   */
+  readonly defaultServiceAccount?: string;
 }
 
 export const operatorName = "appstack-operator";
@@ -99,8 +106,13 @@ export function operatorUser(args: Pick<AppstackInstallArgs, "namespace">): stri
   return `system:serviceaccount:${args.namespace ?? "appstack-system"}:${operatorName}`;
 }
 
-/** Exactly the verbs the operator uses, per resource. */
-export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.PolicyRule[] {
+/**
+ * Exactly the verbs the operator uses, per resource. With `tenantIdentities`, the children are
+ * written as each object's ServiceAccount (impersonated), never with the operator's own rights: it
+ * reads them, and may impersonate ServiceAccounts (of the watched namespaces, where the rules are
+ * bound per namespace).
+ */
+export function operatorRules(rbacBinding?: string, tenantIdentities = false): k8s.types.input.rbac.v1.PolicyRule[] {
   const observe = ["get", "list", "watch"];
   // A namespace-scoped install: its own RoleBinding only, to add and remove rbacInUseFinalizer (the
   // API server's escalation check lets a change of finalizers alone through).
@@ -109,9 +121,10 @@ export function operatorRules(rbacBinding?: string): k8s.types.input.rbac.v1.Pol
     ...binding,
     { apiGroups: ["appstack.dev"], resources: ["apps", "memcacheds"], verbs: [...observe, "patch"] },
     { apiGroups: ["appstack.dev"], resources: ["apps/status", "memcacheds/status"], verbs: ["get", "patch"] },
-    // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers.
-    { apiGroups: ["appstack.dev"], resources: ["apps/finalizers", "memcacheds/finalizers"], verbs: ["update"] },
-    ...childKindNames.map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [childKinds[kind].plural], verbs: [...observe, "create", "update", "patch", "delete"] })),
+    // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers (of whoever writes them).
+    ...(tenantIdentities ? [] : [{ apiGroups: ["appstack.dev"], resources: ["apps/finalizers", "memcacheds/finalizers"], verbs: ["update"] }]),
+    ...childKindNames.map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [childKinds[kind].plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
+    ...(tenantIdentities ? [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }] : []),
     { apiGroups: [""], resources: ["pods"], verbs: observe },
     { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     // Only to tell whether an object's namespace is terminating.
@@ -140,6 +153,7 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
     ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
+    ...(args.defaultServiceAccount ? [{ name: "APPSTACK_DEFAULT_SERVICE_ACCOUNT", value: args.defaultServiceAccount }] : []),
   ];
 }
 
@@ -271,7 +285,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const meta = { name: operatorName, namespace, labels };
     const account = new k8s.core.v1.ServiceAccount(`${name}-sa`, { metadata: meta }, { parent: this });
     const subject = [{ kind: "ServiceAccount", name: account.metadata.name, namespace }];
-    const role = new k8s.rbac.v1.ClusterRole(`${name}-role`, { metadata: { name: `${operatorName}-${name}`, labels }, rules: operatorRules(scoped ? bindingName : undefined) }, { parent: this });
+    const role = new k8s.rbac.v1.ClusterRole(`${name}-role`, { metadata: { name: `${operatorName}-${name}`, labels }, rules: operatorRules(scoped ? bindingName : undefined, !!args.defaultServiceAccount) }, { parent: this });
     const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name };
     // Watching all namespaces needs the role cluster-wide; a list of namespaces binds it in each only.
     if (scoped) {

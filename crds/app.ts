@@ -1,6 +1,6 @@
 // App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
 // the reason instead of the operator finding out later.
-import { ageColumn, customResourceDefinition, dependsOnSchema, planColumn, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
+import { ageColumn, customResourceDefinition, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
 
 export const imageSchema: JsonSchema = {
   type: "string",
@@ -103,6 +103,7 @@ export const appSpecSchema: JsonSchema = {
     podSecurity: podSecuritySchema("Baseline"),
     suspend: suspendSchema,
     dependsOn: dependsOnSchema,
+    serviceAccountName: serviceAccountNameSchema,
   },
 };
 

@@ -1,6 +1,6 @@
 // Memcached: the classic operator example, as an appstack kind.
 import { imageSchema } from "./app.ts";
-import { ageColumn, customResourceDefinition, dependsOnSchema, planColumn, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
+import { ageColumn, customResourceDefinition, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
 
 export const defaultMemcachedImage = "memcached:1.6";
 
@@ -23,6 +23,7 @@ export const memcachedCrd = customResourceDefinition(
         podSecurity: podSecuritySchema("Restricted", defaultMemcachedUser),
         suspend: suspendSchema,
         dependsOn: dependsOnSchema,
+        serviceAccountName: serviceAccountNameSchema,
       },
     },
     status: workloadStatus({

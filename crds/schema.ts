@@ -116,6 +116,20 @@ export const suspendSchema: JsonSchema = {
   description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs; a deletion still destroys them. false again applies whatever changed meanwhile.",
 };
 
+/**
+ * Shared by both kinds' specs (operator/controller/tenancy.ts). A plain name (a DNS-1123
+ * subdomain, as a ServiceAccount's): `system:serviceaccount:ns:sa` or `ns/sa` cannot be written, so
+ * no object names another namespace's ServiceAccount.
+ */
+export const serviceAccountNameSchema: JsonSchema = {
+  type: "string",
+  minLength: 1,
+  maxLength: 253,
+  pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+  description:
+    "The ServiceAccount of this object's namespace whose rights the Pulumi engine and the operator use to create, change and delete this object's Deployment and Service (Kubernetes impersonation, as Flux's spec.serviceAccountName). Used only when the install turns tenant identities on (APPSTACK_DEFAULT_SERVICE_ACCOUNT); unset, the install's default ServiceAccount of this namespace is used. Not the pods' ServiceAccount. A name only: a ServiceAccount of another namespace cannot be named. What it may not do is refused by the API server, and the object is Stalled (reason Forbidden) with its words.",
+};
+
 /** Shared by both kinds' specs (operator/controller/dependencies.ts). */
 export const dependsOnSchema: JsonSchema = {
   type: "array",

@@ -86,6 +86,8 @@ export interface AppSpec {
   suspend?: boolean;
   /** Objects of this namespace that must be Ready for their current generation before a new spec is applied. */
   dependsOn?: DependencyRef[];
+  /** The ServiceAccount of this namespace the children are written as, when the install turns tenant identities on. */
+  serviceAccountName?: string;
 }
 
 export interface MemcachedSpec {
@@ -98,6 +100,8 @@ export interface MemcachedSpec {
   suspend?: boolean;
   /** As AppSpec.dependsOn. */
   dependsOn?: DependencyRef[];
+  /** As AppSpec.serviceAccountName. */
+  serviceAccountName?: string;
 }
 
 /** metav1.Condition. */

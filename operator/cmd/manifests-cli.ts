@@ -23,7 +23,8 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --backend-ca-secret NAME     a Secret there, key ca.crt: the CA bundle of the database's server
   --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
   --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
-  --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)`;
+  --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)
+  --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)`;
 
 /** Each flag and the install option (`appstack:<key>`) it sets. */
 const options = {
@@ -39,6 +40,7 @@ const options = {
   "pod-start-timeout-seconds": "podStartTimeoutSeconds",
   "object-metrics": "objectMetrics",
   "service-monitor": "serviceMonitor",
+  "default-service-account": "defaultServiceAccount",
 } as const;
 
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */

@@ -13,8 +13,9 @@ import { additions } from "./additions.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
 import { childApis } from "../kube/child-apis.ts";
-import { isConflict, jsonPatch, orUndefined, serverSideApply, type JsonPatch, type KubeClients } from "../kube/clients.ts";
+import { actingAs, isConflict, jsonPatch, orUndefined, serverSideApply, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import type { RecordedChild } from "../pulumi/checkpoints.ts";
+import { actingUser, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
 export type ChildState =
@@ -72,13 +73,22 @@ const handOverAttempts = 3;
 export class Children {
   private readonly clients: KubeClients;
   private readonly watcher: Watcher;
+  private readonly tenancy: Tenancy | undefined;
 
   constructor(
     clients: KubeClients,
     watcher: Watcher,
+    tenancy?: Tenancy,
   ) {
     this.clients = clients;
     this.watcher = watcher;
+    this.tenancy = tenancy;
+  }
+
+  /** Who writes the object's children: its ServiceAccount with tenant identities on (tenancy.ts), else the operator. Reads stay the operator's. */
+  private writer(object: Workload): KubeClients {
+    const user = actingUser(object, this.tenancy);
+    return user ? actingAs(this.clients, user) : this.clients;
   }
 
   /**
@@ -130,7 +140,7 @@ export class Children {
       ];
       const target = { name: state.child.name, namespace, body: patch };
       try {
-        await childApis[state.child.kind].patch(this.clients, target, jsonPatch);
+        await childApis[state.child.kind].patch(this.writer(object), target, jsonPatch);
         return true;
       } catch (error) {
         if (!isConflict(error)) throw error;
@@ -154,7 +164,7 @@ export class Children {
       if (state.state !== "owned" || !state.added.length) continue;
       const { kind, name, manifest } = state.child;
       const target = { name, namespace: object.metadata.namespace, fieldManager, force: true };
-      await childApis[kind].patch(this.clients, { ...target, body: { apiVersion: childKinds[kind].apiVersion, kind, ...manifest } }, serverSideApply);
+      await childApis[kind].patch(this.writer(object), { ...target, body: { apiVersion: childKinds[kind].apiVersion, kind, ...manifest } }, serverSideApply);
       applied++;
     }
     return applied;

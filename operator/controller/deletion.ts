@@ -18,6 +18,7 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 import { stackStatusOf } from "./status.ts";
+import { actingUser, type Tenancy } from "./tenancy.ts";
 import { namespaceTerminating } from "../kube/namespaces.ts";
 
 /** Destroy attempts in a terminating namespace before the stack is forgotten instead. */
@@ -33,6 +34,8 @@ export interface DeletionDeps {
   readonly ownership: Ownership;
   readonly reporter: Reporter;
   readonly bindingGuard: BindingGuard;
+  /** Tenant identities (tenancy.ts): the destroy acts as the object's ServiceAccount too. */
+  readonly tenancy?: Tenancy | undefined;
 }
 
 export class Deletion {
@@ -50,7 +53,7 @@ export class Deletion {
     let forgotten = false;
     try {
       await this.deps.ownership.dropForeign(object, stack, log);
-      const operation = await this.deps.driver.destroy(stack, updateMessage({ generation: object.metadata.generation ?? 0, why: "deleted" }));
+      const operation = await this.deps.driver.destroy(stack, updateMessage({ generation: object.metadata.generation ?? 0, why: "deleted" }), actingUser(object, this.deps.tenancy));
       log.info("stack destroyed and removed", { operation: "destroy", durationMs: Date.now() - started, changes: operation?.resourceChanges });
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {

@@ -18,6 +18,7 @@ import { programFor } from "../pulumi/programs.ts";
 import type { HandlerResult } from "./queue.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 import { stackStatusOf } from "./status.ts";
+import { actingUser, type Tenancy } from "./tenancy.ts";
 
 function approveCommand(object: Workload, planId: string): string {
   return `kubectl annotate ${object.kind.toLowerCase()} ${object.metadata.name} -n ${object.metadata.namespace} ${approveAnnotation}=${planId}`;
@@ -34,6 +35,8 @@ export interface PreviewingDeps {
   readonly events: EventRecorder;
   readonly ownership: Ownership;
   readonly reporter: Reporter;
+  /** Tenant identities (tenancy.ts): undefined, the operator's own rights. */
+  readonly tenancy?: Tenancy | undefined;
 }
 
 export class Previewing {
@@ -66,7 +69,8 @@ export class Previewing {
     let planned: Awaited<ReturnType<StackDriver["preview"]>>;
     try {
       await this.deps.ownership.dropForeign(object, stack, log);
-      planned = await this.deps.driver.preview(stack, programFor(object), { refresh: refreshes(decision), plan: draft });
+      const as = actingUser(object, this.deps.tenancy);
+      planned = await this.deps.driver.preview(stack, programFor(object), { refresh: refreshes(decision), plan: draft, ...(as ? { as } : {}) });
     } catch (error) {
       await this.deps.plans.discard(stack, draft);
       throw await this.deps.reporter.operationFailed(object, key, previous, observed.deployment, error, started, log);

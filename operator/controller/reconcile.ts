@@ -34,6 +34,7 @@ import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 import { defaultPodStartTimeoutMs, rolloutPhase, stackStatusOf } from "./status.ts";
+import { actingUser, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
 /** An App and a Memcached of one name want the same children: one reconciles at a time. */
@@ -64,6 +65,8 @@ export interface ReconcilerDeps {
   readonly shard?: ShardFence;
   /** How long a pod may fail to start before its object is Stalled (APPSTACK_POD_START_TIMEOUT_SECONDS); two minutes by default. */
   readonly podStartTimeoutMs?: number;
+  /** Tenant identities (tenancy.ts, APPSTACK_DEFAULT_SERVICE_ACCOUNT): undefined, the operator's own rights write the children. */
+  readonly tenancy?: Tenancy | undefined;
 }
 
 /**
@@ -92,15 +95,15 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard, podStartTimeoutMs = defaultPodStartTimeoutMs } = deps;
-    const children = new Children(clients, watcher);
+    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard, podStartTimeoutMs = defaultPodStartTimeoutMs, tenancy } = deps;
+    const children = new Children(clients, watcher, tenancy);
     const reporter = new Reporter({ clients, watcher, children, events, log, backoff, podStartTimeoutMs });
     const ownership = new Ownership({ children, driver, events });
     this.children = children;
     this.reporter = reporter;
-    this.previewing = new Previewing({ clients, driver, plans, events, ownership, reporter });
-    this.update = new Update({ clients, driver, plans, events, ownership, reporter, previewing: this.previewing });
-    this.deletion = new Deletion({ clients, driver, plans, events, backoff, children, ownership, reporter, bindingGuard });
+    this.previewing = new Previewing({ clients, driver, plans, events, ownership, reporter, tenancy });
+    this.update = new Update({ clients, driver, plans, events, ownership, reporter, previewing: this.previewing, tenancy });
+    this.deletion = new Deletion({ clients, driver, plans, events, backoff, children, ownership, reporter, bindingGuard, tenancy });
   }
 
   /** Reconciles one key; any failure is logged and shown on the object before the queue retries it. */
@@ -276,7 +279,7 @@ export class Reconciler {
     log.info("pulumi refresh", { reason });
     const started = Date.now();
     try {
-      await this.deps.driver.refresh(stack, programFor(object), updateMessage({ generation: object.metadata.generation ?? 0, why, detail: reason }));
+      await this.deps.driver.refresh(stack, programFor(object), updateMessage({ generation: object.metadata.generation ?? 0, why, detail: reason }), actingUser(object, this.deps.tenancy));
     } catch (error) {
       if (error instanceof StackBusy) return this.reporter.locked(object, observed.deployment, current, error, log);
       if (requested !== undefined && !(error instanceof OperationInterrupted)) this.reporter.handled(object, requested);

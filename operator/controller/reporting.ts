@@ -19,6 +19,7 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
 import { computeStatus, rolloutPhase, stackStatusOf, withPodTrouble, writeStatus } from "./status.ts";
+import { isForbidden } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
 export const busyRetryMs = 5_000;
@@ -150,7 +151,9 @@ export class Reporter {
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
     const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
     const kind = operation?.kind ?? "up";
-    const reason = error instanceof OperationTimedOut ? "OperationTimedOut" : isStateUnwritable(message) ? "StateUnwritable" : kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
+    // An RBAC refusal (the tenant's ServiceAccount may not do it: tenancy.ts) is named as such: only
+    // a change of its Role helps, which no watch announces, so it is retried with backoff like any failure.
+    const reason = error instanceof OperationTimedOut ? "OperationTimedOut" : isStateUnwritable(message) ? "StateUnwritable" : isForbidden(message) ? "Forbidden" : kind === "preview" ? "PreviewFailed" : "StackUpdateFailed";
     const { attempt, delayMs } = this.deps.backoff(key);
     log.error(`pulumi ${kind} failed`, { operation: kind, durationMs: Date.now() - started, attempt, retryInMs: delayMs, error: message });
     this.deps.events.record(object, "Warning", reason, message);
@@ -181,10 +184,12 @@ export class Reporter {
     if (!cached) return;
     // From the status last written, as a reconcile starts: the cache may not show an `up`'s report yet.
     const object = { ...cached, status: this.statusFor(cached) } as Workload;
-    this.deps.events.record(object, "Warning", "ReconcileFailed", message);
+    // A 403 (RBAC: a tenant's ServiceAccount may not write a child, tenancy.ts) is named as such.
+    const shown = reason === "Forbidden" ? reason : "ReconcileFailed";
+    this.deps.events.record(object, "Warning", shown, message);
     const stack = retrying(stackStatusOf(object, stackName(objectKey.kind, objectKey.namespace, objectKey.name)), attempt, delayMs);
     const deployment = (await this.deps.children.observe(object).catch(() => undefined))?.deployment;
-    await this.report(object, deployment, { kind: "stalled", reason: "ReconcileFailed", message }, stack).catch(() => undefined);
+    await this.report(object, deployment, { kind: "stalled", reason: shown, message }, stack).catch(() => undefined);
   }
 
   /**

@@ -13,6 +13,7 @@ import { programFor } from "../pulumi/programs.ts";
 import type { HandlerResult } from "./queue.ts";
 import { OperationInterrupted, StackBusy, StackOperationFailed } from "../pulumi/stack-errors.ts";
 import { stackStatusOf } from "./status.ts";
+import { actingUser } from "./tenancy.ts";
 
 /** When to remove again an approval whose plan was applied but whose removal failed. */
 const approvalRetryMs = 1_000;
@@ -90,7 +91,8 @@ export class Update {
    * from a cluster or an object that no longer exists.
    */
   private async up(object: Workload, stack: string, refresh: boolean, message: string, log: Logger, approved?: Approved): Promise<StackOperation> {
-    const run = (withRefresh: boolean) => this.deps.driver.up(stack, programFor(object), { refresh: withRefresh, message, ...(approved ? { plan: approved.planFile } : {}) });
+    const as = actingUser(object, this.deps.tenancy);
+    const run = (withRefresh: boolean) => this.deps.driver.up(stack, programFor(object), { refresh: withRefresh, message, ...(approved ? { plan: approved.planFile } : {}), ...(as ? { as } : {}) });
     try {
       return await run(refresh);
     } catch (error) {

@@ -57,7 +57,7 @@ export const apiRequestTimeoutMs = 30_000;
  * for every request (the pool's HTTP library swaps it: connection-pool.ts). Every client of one
  * `config` shares its pool. Watches do not come this way: each has its own connection (bounded-watch.ts).
  */
-export function apiClient<T>(config: KubeConfig, api: new (configuration: Configuration) => T, timeoutMs = apiRequestTimeoutMs, pool: ConnectionPool = connectionPoolOf(config)): T {
+export function apiClient<T>(config: KubeConfig, api: new (configuration: Configuration) => T, timeoutMs = apiRequestTimeoutMs, pool: ConnectionPool = connectionPoolOf(config), impersonate?: string): T {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig names no current cluster");
   return new api(createConfiguration({
@@ -69,6 +69,9 @@ export function apiClient<T>(config: KubeConfig, api: new (configuration: Config
         const method = String(context.getHttpMethod());
         const fenced = readMethods.has(method) ? undefined : writeFences.get(config)?.();
         if (fenced) return Promise.reject(new WriteFenced(method, fenced));
+        // Kubernetes impersonation: the API server authorizes the request as that user (a
+        // ServiceAccount's, whose groups it adds itself), once it allowed this identity to impersonate it.
+        if (impersonate) context.setHeaderParam("Impersonate-User", impersonate);
         context.setSignal(AbortSignal.timeout(timeoutMs));
         return Promise.resolve(context);
       },
@@ -83,6 +86,27 @@ export function kubeClients(kubeconfigPath?: string, timeoutMs = apiRequestTimeo
   if (kubeconfigPath) config.loadFromFile(kubeconfigPath);
   else config.loadFromDefault();
   return { config, core: apiClient(config, CoreV1Api, timeoutMs), apps: apiClient(config, AppsV1Api, timeoutMs), custom: apiClient(config, CustomObjectsApi, timeoutMs) };
+}
+
+/** Per client set, its clients acting as each user (actingAs). */
+const impersonated = new WeakMap<KubeClients, Map<string, KubeClients>>();
+
+/**
+ * The same clients, every request made as `user` (Kubernetes impersonation), on the same
+ * connections and behind the same write fence: what the operator writes to an object's children
+ * when the install gives each tenant its own identity (controller/tenancy.ts).
+ */
+export function actingAs(clients: KubeClients, user: string): KubeClients {
+  let users = impersonated.get(clients);
+  if (!users) impersonated.set(clients, (users = new Map<string, KubeClients>()));
+  let acting = users.get(user);
+  if (!acting) {
+    const { config } = clients;
+    const pool = connectionPoolOf(config);
+    acting = { config, core: apiClient(config, CoreV1Api, apiRequestTimeoutMs, pool, user), apps: apiClient(config, AppsV1Api, apiRequestTimeoutMs, pool, user), custom: apiClient(config, CustomObjectsApi, apiRequestTimeoutMs, pool, user) };
+    users.set(user, acting);
+  }
+  return acting;
 }
 
 export interface ObjectKey {

@@ -55,6 +55,12 @@ export interface OperatorConfig {
   readonly watchTimeoutMs: number;
   /** Metrics per object too, labelled {kind, namespace, name} (object-metrics.ts): series that grow with the objects, so off unless asked for. */
   readonly objectMetrics: boolean;
+  /**
+   * Tenant identities on (controller/tenancy.ts): the children of an object that names no
+   * spec.serviceAccountName are written as this ServiceAccount of its namespace. Undefined: off,
+   * the operator's own rights write them.
+   */
+  readonly defaultServiceAccount?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -89,6 +95,7 @@ export const operatorOptions = {
   "operation-timeout-seconds": { type: "string" },
   "resync-seconds": { type: "string" },
   "object-metrics": { type: "string" },
+  "default-service-account": { type: "string" },
 } as const satisfies ParseArgsOptionsConfig;
 
 export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: string };
@@ -96,7 +103,7 @@ export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: 
 export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
   --leader-elect=true|false  --sharding=true|false  --operation-timeout-seconds=N  --resync-seconds=N
-  --object-metrics=true|false
+  --object-metrics=true|false  --default-service-account=NAME
   (each also an environment variable; see docs/configuration.md)`;
 
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
@@ -190,6 +197,15 @@ function boolean(text: string | undefined, fallback: boolean, what: string): boo
   throw new Error(`${what} must be true or false, not ${JSON.stringify(text)}`);
 }
 
+/** A ServiceAccount's name: a DNS-1123 subdomain, as the CRDs' spec.serviceAccountName. */
+function serviceAccountName(text: string | undefined): Pick<OperatorConfig, "defaultServiceAccount"> {
+  if (text === undefined || text === "") return {};
+  if (text.length > 253 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(text)) {
+    throw new Error(`the default service account must be the name of a ServiceAccount (of each object's own namespace), not ${JSON.stringify(text)}`);
+  }
+  return { defaultServiceAccount: text };
+}
+
 function logLevel(text: string): Level {
   if (text === "debug" || text === "info" || text === "warn" || text === "error") return text;
   throw new Error(`unknown log level ${text}`);
@@ -224,5 +240,6 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     // client-node's watch has none, so the end of the watch is what shows its connection alive.
     watchTimeoutMs: positiveInt(env["APPSTACK_WATCH_TIMEOUT_SECONDS"], 60, "APPSTACK_WATCH_TIMEOUT_SECONDS") * 1000,
     objectMetrics: boolean(setting("object-metrics", "APPSTACK_OBJECT_METRICS"), false, "object metrics"),
+    ...serviceAccountName(setting("default-service-account", "APPSTACK_DEFAULT_SERVICE_ACCOUNT")),
   };
 }

@@ -5,6 +5,8 @@ import { redactUrl } from "../base/redact.ts";
 import { BindingGuard } from "../controller/binding-guard.ts";
 import { EventRecorder } from "../controller/events.ts";
 import { briefError, fenceWrites, kubeClients, parseKey, type KubeClients } from "../kube/clients.ts";
+import { impersonatingKubeconfig, operatorConnection } from "../kube/engine-kubeconfig.ts";
+import type { IdentitySettings } from "../pulumi/identities.ts";
 import { installPodCheck, type PodApi } from "../kube/peer-pods.ts";
 import type { HolderCheck } from "../base/lock-holders.ts";
 import type { Logger } from "../base/log.ts";
@@ -48,11 +50,23 @@ export function otherHostCheck(config: OperatorConfig, api: PodApi): { otherHost
 }
 
 /**
+ * Tenant identities (controller/tenancy.ts), when the configuration turns them on: the engines'
+ * kubeconfigs act as each object's ServiceAccount with the operator's credentials by reference,
+ * so an operator whose kubeconfig embeds them is refused here, at start.
+ */
+export function engineIdentities(config: OperatorConfig): IdentitySettings | undefined {
+  if (!config.defaultServiceAccount) return undefined;
+  const connection = operatorConnection(config.kubeconfig);
+  return { folder: join(config.stateDir, "identities"), kubeconfigAs: (user) => impersonatingKubeconfig(connection, user) };
+}
+
+/**
  * `signal` gives up the start (a SIGTERM while the caches sync): it then rejects, with nothing left running.
  * `shard`: sharded, this replica watches and reconciles only the objects labelled for it.
  */
 export async function startOperator(config: OperatorConfig, binaries: EngineBinaries, log: Logger, metrics?: OperatorMetrics, signal?: AbortSignal, shard?: ShardMembership): Promise<RunningOperator> {
   const clients = kubeClients(config.kubeconfig);
+  const identities = engineIdentities(config);
   // Sharded, no write of this replica's reaches the API server once it no longer holds its shard
   // lease by its own clock: one resumed after a freeze exits without writing (docs/sharding.md).
   if (shard) fenceWrites(clients.config, () => (shard.holdsLease() ? undefined : "this replica no longer holds its shard lease"));
@@ -70,6 +84,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
       historyLimit: config.historyLimit,
       ...otherHostCheck(config, clients),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
+      ...(identities ? { identities } : {}),
       // No Pulumi process starts once the shard lease is not held: a replica frozen past it writes nothing.
       ...(shard ? { mayOperate: shard.holdsLease } : {}),
     },
@@ -96,6 +111,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
   const plans = new PlanStore(join(config.stateDir, "plans"), io, stateStore(config.backendUrl, io));
   const bindingGuard = new BindingGuard(clients, config.rbacBinding, log);
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard, podStartTimeoutMs: config.podStartTimeoutMs,
+    ...(config.defaultServiceAccount ? { tenancy: { defaultServiceAccount: config.defaultServiceAccount } } : {}),
     ...(shard ? { shard: new ShardFence({ clients, member: shard.member, holdsLease: shard.holdsLease, log, ...(shard.onDrained ? { onDrained: shard.onDrained } : {}) }) } : {}) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.
   await driver.cleanUpAfterPredecessor();
@@ -126,7 +142,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
     queue.resync(watcher.keys());
   }, config.resyncMs);
   resync.unref();
-  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: redactUrl(config.backendUrl), resyncSeconds: config.resyncMs / 1000 });
+  log.info("watching", { namespaces: config.namespaces, concurrency: config.concurrency, backend: redactUrl(config.backendUrl), resyncSeconds: config.resyncMs / 1000, ...(config.defaultServiceAccount ? { tenantIdentities: `as each object's ServiceAccount, by default ${config.defaultServiceAccount}` } : {}) });
   return {
     clients,
     queue,

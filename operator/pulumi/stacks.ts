@@ -12,6 +12,7 @@ import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
 import { Checkpoints, childrenIn, exportedDeployment, type RecordedChild } from "./checkpoints.ts";
 import { HistoryRetention } from "./history-retention.ts";
+import { EngineIdentities, type IdentitySettings } from "./identities.ts";
 import { DeadlineRunner, defaultOperationTimeoutMs, type OperationObserver } from "./deadline-runner.ts";
 import { PendingOperations } from "./pending-operations.ts";
 import { Recovery, type RecoverySettings } from "./recovery.ts";
@@ -44,6 +45,8 @@ export type StackDriverSettings = EngineSettings &
     readonly historyLimit?: number;
     /** Asked before every Pulumi process starts: false (a sharded replica whose lease lapsed) stops the operation first. */
     readonly mayOperate?: () => boolean;
+    /** Tenant identities on: how an engine acts as the user an operation names (`as`; identities.ts). */
+    readonly identities?: IdentitySettings;
   };
 
 export class StackDriver {
@@ -56,6 +59,7 @@ export class StackDriver {
   private readonly deadlines: DeadlineRunner;
   private readonly selection: StackSelection;
   private readonly retention: HistoryRetention;
+  private readonly identities: EngineIdentities;
 
   constructor(
     settings: StackDriverSettings,
@@ -71,6 +75,7 @@ export class StackDriver {
     this.deadlines = new DeadlineRunner(deadlineMs, log, (stack, why) => this.recovery.stopEngines(stack, why), observer, settings.mayOperate);
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
+    this.identities = new EngineIdentities(settings.identities, settings.kubeconfig, this.io);
   }
 
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
@@ -105,12 +110,13 @@ export class StackDriver {
   /**
    * up, refreshing first in the same engine run when asked (`up --refresh`: one process, not a
    * refresh and an up); with `plan`, the update may do nothing its saved plan does not say, and a
-   * refresh runs before it on its own.
+   * refresh runs before it on its own. With `as`, the engine's provider acts as that user (identities.ts).
    * Throws StackOperationFailed or StackBusy.
    */
-  up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; message?: string }): Promise<StackOperation> {
+  up(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; message?: string; as?: string }): Promise<StackOperation> {
     return this.deadlines.answered("up", async () => {
       const stack = await this.selection.select(name, program, "up");
+      await this.identities.actAs(stack, options.as);
       const onOutput = this.engineOutput(name);
       return this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
@@ -131,9 +137,10 @@ export class StackDriver {
    * A refresh alone: the stack's record follows the cluster, which it does not change (so it
    * needs no approval). What is left of an interrupted operation is cleared first.
    */
-  refresh(name: string, program: PulumiFn, message?: string): Promise<StackOperation> {
+  refresh(name: string, program: PulumiFn, message?: string, as?: string): Promise<StackOperation> {
     return this.deadlines.answered("refresh", async () => {
       const stack = await this.selection.select(name, program, "refresh");
+      await this.identities.actAs(stack, as);
       return this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
           await this.clearPendingOperations(stack, "refresh");
@@ -152,9 +159,10 @@ export class StackDriver {
    * With `refresh`, against the live resources rather than the recorded state; with `plan`, the
    * update plan is saved there. `onOutput` receives the diff as the Pulumi CLI shows it.
    */
-  preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void }): Promise<PlannedChanges & { operation: StackOperation }> {
+  preview(name: string, program: PulumiFn, options: { refresh: boolean; plan?: string; onOutput?: (out: string) => void; as?: string }): Promise<PlannedChanges & { operation: StackOperation }> {
     return this.deadlines.answered("preview", async () => {
       const stack = await this.selection.select(name, program, "preview");
+      await this.identities.actAs(stack, options.as);
       const collector = new StepCollector();
       const onOutput = options.onOutput ?? this.engineOutput(name);
       try {
@@ -208,7 +216,7 @@ export class StackDriver {
   }
 
   /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
-  destroy(name: string, message?: string): Promise<StackOperation | undefined> {
+  destroy(name: string, message?: string, as?: string): Promise<StackOperation | undefined> {
     return this.deadlines.answered("destroy", async () => {
       const stack = await this.selection.existing(name);
       if (!stack) {
@@ -216,6 +224,7 @@ export class StackDriver {
         await this.recovery.breakStaleLocks(name);
         return undefined;
       }
+      await this.identities.actAs(stack, as);
       const onOutput = this.engineOutput(name);
       const result = await this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
