@@ -5,6 +5,7 @@
 // token file; it writes each App's children as the App's ServiceAccount. Read back from the API
 // server (the children, the identity the engine used) and from the stack state (its resources).
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +17,7 @@ import { operatorRules } from "../../components/install.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
+import { toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { checkpointPath, disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
@@ -171,7 +173,7 @@ test("the drift repair writes as the ServiceAccount too: an addition to the Depl
   await eventually("hostNetwork gone from Deployment team-b/api", async () => ((await children(teamB, "api"))[0]?.spec?.template.spec?.hostNetwork ? undefined : true));
 });
 
-test("another namespace's ServiceAccount cannot be named: the API server refuses the object", async () => {
+test("another namespace's ServiceAccount cannot be named: the API server refuses the object; kubectl explain describes the field", async () => {
   for (const name of [`system:serviceaccount:${teamB}:${defaultAccount}`, `${teamB}/${defaultAccount}`, "Deployer", "kube-system:default"]) {
     await assert.rejects(
       workloads.create({ kind: "App", metadata: { name: "elsewhere", namespace: teamA }, spec: spec({ serviceAccountName: name }) }),
@@ -181,6 +183,11 @@ test("another namespace's ServiceAccount cannot be named: the API server refuses
   }
   const refused = await orUndefined(() => workloads.get("App", teamA, "elsewhere"));
   assert.equal(refused, undefined);
+  // And kubectl explain says what the field is, for both kinds.
+  for (const kind of ["app", "memcached"]) {
+    const explained = execFileSync(toolPath("kubectl"), [`--kubeconfig=${cluster().cluster.kubeconfig}`, "explain", `${kind}.spec.serviceAccountName`], { encoding: "utf8", timeout: 30_000 });
+    assert.match(explained.replace(/\s+/g, " "), /The ServiceAccount of this object's namespace whose rights .* A name only: a ServiceAccount of another namespace cannot be named/);
+  }
 });
 
 test("deleting an App destroys its children as its ServiceAccount", async () => {
