@@ -50,7 +50,7 @@ test("a rendered install holds every object of the install in the order kubectl 
 });
 
 test("with a database: the URL from the user's Secret, no state volume, replicas rolling; with --service-monitor a metrics Service and a ServiceMonitor that scrapes every replica; bad options refused before anything is rendered", () => {
-  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true");
+  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true", "--default-service-account", "appstack-tenant");
   assert.equal(rendered.status, 0, rendered.stderr);
   const objects = yaml.loadAll(rendered.stdout) as Manifest[];
   assert.ok(!objects.some((object) => object.kind === "PersistentVolumeClaim" || object.kind === "Secret"));
@@ -61,6 +61,12 @@ test("with a database: the URL from the user's Secret, no state volume, replicas
   assert.deepEqual(env.find((e) => e.name === "APPSTACK_BACKEND_URL")?.valueFrom, { secretKeyRef: { name: "db", key: "backendUrl" } });
   assert.equal(env.find((e) => e.name === "APPSTACK_SHARDING")?.value, "true");
   assert.equal(env.find((e) => e.name === "APPSTACK_OBJECT_METRICS")?.value, "true");
+  // Tenant identities: the setting, and a ClusterRole that impersonates ServiceAccounts and only reads the children.
+  assert.equal(env.find((e) => e.name === "APPSTACK_DEFAULT_SERVICE_ACCOUNT")?.value, "appstack-tenant");
+  const rules = (objects.find((object) => object.kind === "ClusterRole") as unknown as { rules: { resources: string[]; verbs: string[] }[] }).rules;
+  const verbsOn = (resource: string) => rules.filter((rule) => rule.resources.includes(resource)).flatMap((rule) => rule.verbs);
+  assert.deepEqual(verbsOn("serviceaccounts"), ["impersonate"]);
+  assert.deepEqual(verbsOn("deployments"), ["get", "list", "watch"]);
 
   // The Service selects the operator's pods and names their health port (/metrics is served there);
   // the ServiceMonitor selects that Service by its labels, and scrapes its port by name.
