@@ -18,7 +18,7 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 import { stackStatusOf } from "./status.ts";
-import { actingUser, type Tenancy } from "./tenancy.ts";
+import { actingUser, explainedFailure, type Tenancy } from "./tenancy.ts";
 import { namespaceTerminating } from "../kube/namespaces.ts";
 
 /** Destroy attempts in a terminating namespace before the stack is forgotten instead. */
@@ -60,7 +60,7 @@ export class Deletion {
       const previous = stackStatusOf(object, stack);
       if (error instanceof StackBusy) return this.deps.reporter.locked(object, observed.deployment, previous, error, log);
       if (error instanceof OperationInterrupted) throw error; // still Deleting: the next leader destroys it
-      const message = error instanceof Error ? error.message : String(error);
+      const message = await explainedFailure(this.deps.clients, object, this.deps.tenancy, error instanceof Error ? error.message : String(error));
       const { attempt, delayMs } = this.deps.backoff(key);
       if (attempt < terminatingNamespaceAttempts || !(await namespaceTerminating(this.deps.clients.core, object.metadata.namespace, log))) {
         log.error("pulumi destroy failed", { operation: "destroy", attempt, retryInMs: delayMs, error: message });

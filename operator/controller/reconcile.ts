@@ -97,7 +97,7 @@ export class Reconciler {
     this.deps = deps;
     const { clients, watcher, driver, plans, events, log, backoff, bindingGuard, podStartTimeoutMs = defaultPodStartTimeoutMs, tenancy } = deps;
     const children = new Children(clients, watcher, tenancy);
-    const reporter = new Reporter({ clients, watcher, children, events, log, backoff, podStartTimeoutMs });
+    const reporter = new Reporter({ clients, watcher, children, events, log, backoff, podStartTimeoutMs, tenancy });
     const ownership = new Ownership({ children, driver, events });
     this.children = children;
     this.reporter = reporter;

@@ -19,7 +19,7 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
 import { computeStatus, rolloutPhase, stackStatusOf, withPodTrouble, writeStatus } from "./status.ts";
-import { isForbidden } from "./tenancy.ts";
+import { explainedFailure, isForbidden, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
 export const busyRetryMs = 5_000;
@@ -48,6 +48,8 @@ export interface ReporterDeps {
   readonly backoff: (key: string) => Backoff;
   /** How long a pod may fail to start (image pull, crash loop, config error) before the object is Stalled. */
   readonly podStartTimeoutMs: number;
+  /** Tenant identities (tenancy.ts): a failure to act as the object's ServiceAccount is explained. */
+  readonly tenancy?: Tenancy | undefined;
 }
 
 /**
@@ -149,7 +151,7 @@ export class Reporter {
       return error;
     }
     const operation = error instanceof StackOperationFailed ? error.operation : undefined;
-    const message = operation?.message ?? (error instanceof Error ? error.message : String(error));
+    const message = await explainedFailure(this.deps.clients, object, this.deps.tenancy, operation?.message ?? (error instanceof Error ? error.message : String(error)));
     const kind = operation?.kind ?? "up";
     // An RBAC refusal (the tenant's ServiceAccount may not do it: tenancy.ts) is named as such: only
     // a change of its Role helps, which no watch announces, so it is retried with backoff like any failure.

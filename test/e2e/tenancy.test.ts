@@ -197,3 +197,15 @@ test("deleting an App destroys its children as its ServiceAccount", async () => 
   assert.equal(deployment, undefined);
   assert.equal(service, undefined);
 });
+
+test("an operator that may not impersonate: the object is Stalled Forbidden naming the operator's own user, and nothing is created", async () => {
+  const rules = (operatorRules(undefined, true) as V1PolicyRule[]).filter((rule) => !rule.resources?.includes("serviceaccounts"));
+  await rbac.replaceClusterRole({ name: "appstack-operator-tenancy-test", body: { metadata: { name: "appstack-operator-tenancy-test" }, rules } });
+  await workloads.create({ kind: "App", metadata: { name: "late", namespace: teamB }, spec: spec() });
+  const stalled = await eventually("App team-b/late Stalled, reason Forbidden", async () => {
+    const app = (await workloads.get("App", teamB, "late")) as App;
+    return condition(app, "Stalled")?.reason === "Forbidden" ? app : undefined;
+  });
+  assert.match(condition(stalled, "Stalled")?.message ?? "", new RegExp(`User "${operatorUser}" cannot impersonate resource "serviceaccounts"`));
+  assert.deepEqual(await children(teamB, "late"), [undefined, undefined]);
+});
