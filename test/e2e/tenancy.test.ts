@@ -152,6 +152,9 @@ test("allowed: given the Role, the same App goes Ready with no spec change (the 
   assert.ok(deployment.metadata?.managedFields?.some((field) => field.manager === "appstack"), "applied by appstack's field manager");
   const recorded = stackResources(teamA, "web");
   assert.ok(recorded.includes("kubernetes:apps/v1:Deployment") && recorded.includes("kubernetes:core/v1:Service"), `the stack records its children: ${recorded.join(", ")}`);
+  // The stack's state records neither the token nor whom the engine acted as: the provider read them from its environment.
+  const state = readFileSync(checkpointPath(operator!.stateDir, "App", teamA, "web"), "utf8");
+  assert.ok(!state.includes(readFileSync(join(scratch, "token"), "utf8")) && !state.includes("system:serviceaccount:team-a:deployer"), "no credential or identity in the stack state");
 });
 
 test("the install-wide default ServiceAccount acts for an App that names none", async () => {
