@@ -16,7 +16,7 @@ export interface Tool {
   readonly moduleDir: string;
   /** Go package to build, as resolved inside moduleDir. */
   readonly goPackage: string;
-  /** Module whose version in go.mod names the release; none for a program whose source is in moduleDir. */
+  /** Module whose version in go.mod names the release; none for a program of our own (pause). */
   readonly pinnedModule?: string;
   /** Extra linker flags, given the pinned version. */
   readonly ldflags?: (version: string) => string[];
@@ -89,9 +89,9 @@ export const nodeTools: readonly Tool[] = [
     goPackage: "github.com/rancher/local-path-provisioner",
     pinnedModule: "github.com/rancher/local-path-provisioner",
   },
-  // The node's cluster DNS (cluster/node-dns.ts), a process beside the cluster. Its main is ours (it names the
-  // plugins it runs), so the cache key covers that source, as for pause; go.mod pins github.com/coredns/coredns.
-  { binary: "coredns", moduleDir: "coredns", goPackage: "." },
+  // The node's cluster DNS (cluster/node-dns.ts), a process beside the cluster. Its main is ours: it names the
+  // plugins it runs.
+  { binary: "coredns", moduleDir: "coredns", goPackage: ".", pinnedModule: "github.com/coredns/coredns" },
 ];
 
 /** What upstream's release build stamps: without it the API server's /version says v0.0.0-master. */
@@ -137,12 +137,13 @@ export function kubernetesProviderVersion(): string {
 
 /**
  * The cache folder of one tool: its name, its pinned version, and a digest of everything that goes
- * into the build (go.mod, go.sum, flags), so that a changed pin rebuilds and nothing else does.
+ * into the build (go.mod, go.sum, the Go files of a main package of ours, flags), so that a changed
+ * pin or main rebuilds and nothing else does.
  */
 export function toolCacheDir(tool: Tool): string {
   const version = pinnedVersion(tool);
   const digest = createHash("sha256");
-  const sources = tool.pinnedModule ? [] : readdirSync(join(toolchainDir, tool.moduleDir)).filter((file) => file.endsWith(".go")).sort();
+  const sources = tool.goPackage !== "." ? [] : readdirSync(join(toolchainDir, tool.moduleDir)).filter((file) => file.endsWith(".go")).sort();
   for (const file of ["go.mod", "go.sum", ...sources]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
   digest.update(tool.goPackage);
   digest.update((tool.ldflags?.(version) ?? []).join(" "));
