@@ -4,21 +4,26 @@
 // temporary folder). Applying it to a real node is test/real-node/in-cluster.test.ts's.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import yaml from "js-yaml";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, unknown> };
 
+// The command's temporary folders go to a folder of this file's own (TMPDIR), so that another test
+// rendering at the same time (cluster install on a real node) cannot be taken for a leftover.
+const scratch = mkdtempSync(join(tmpdir(), "manifests-test-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
 function manifests(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "manifests", ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent" } });
+  const result = spawnSync(process.execPath, [join(repoRoot, "operator/cmd/appstack.mjs"), "manifests", ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent", TMPDIR: scratch } });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const leftovers = () => readdirSync(tmpdir()).filter((name) => name.startsWith("appstack-manifests-"));
+const leftovers = () => readdirSync(scratch).filter((name) => name.startsWith("appstack-manifests-"));
 
 test("a rendered install holds every object of the install in the order kubectl needs, refers to the user's Secret and holds no credential", () => {
   const before = leftovers();
