@@ -7,9 +7,10 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { clusterDir, readState, type ClusterState } from "../../toolchain/cluster/cluster.ts";
 import { defaultClusterName, shellLines } from "../../toolchain/cluster/command.ts";
+import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { imageTags } from "../../toolchain/images/images.ts";
 import { projectVersion } from "../../toolchain/images/recipes.ts";
 import { repoRoot, toolPath } from "../../toolchain/tools.ts";
@@ -60,9 +61,7 @@ function requireLoaded(state: ClusterState, archiveName: string): void {
  * the passphrase is on no command line.
  */
 async function ensureCredentials(kubeconfig: string): Promise<void> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  const core = kc.makeApiClient(CoreV1Api);
+  const core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
   const exists = (read: () => Promise<unknown>) => read().then(() => true, (error: unknown) => {
     if ((error as { code?: number }).code === 404) return false;
     throw error;
@@ -103,9 +102,7 @@ const probeCommand = [
 
 /** A busybox pod asks both samples by their Service names, through the cluster DNS; what it heard. */
 async function askByName(state: ClusterState): Promise<string> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  const core = kc.makeApiClient(CoreV1Api);
+  const core = loadKubeConfig(state.kubeconfig).makeApiClient(CoreV1Api);
   const name = `appstack-samples-check-${randomBytes(3).toString("hex")}`;
   const pod: V1Pod = {
     metadata: { name },
