@@ -19,13 +19,18 @@ RUN cd toolchain/pulumi \
  && go build -o /out/pulumi -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(go list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
 # Without cgo: kustomize imports Go's `plugin` package, and a cgo binary that links it exports every
 # symbol for plugins to find (89 MB of dynamic symbol table in the 309 MB provider) and keeps code
-# the linker would otherwise drop. The provider loads no Go plugins.
+# the linker would otherwise drop. The provider loads no Go plugins. The module copy adds our one
+# file to the provider package, as toolchain/build.ts does (see there why).
 RUN cd toolchain/kubernetes-provider \
  && dir=$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4) \
  && version=$(grep -A1 '"node_modules/@pulumi/kubernetes": {' /src/package-lock.json | sed -n 's/.*"version": "\([^"]*\)".*/\1/p') \
  && cp "$dir/cmd/pulumi-resource-kubernetes/schema.json" schema-embed.json \
  && cp "$dir/cmd/pulumi-resource-kubernetes/terraform-mapping.json" terraform-mapping-embed.json \
- && CGO_ENABLED=0 go build -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
+ && cp -r "$dir" /tmp/provider-module && chmod -R u+w /tmp/provider-module \
+ && for f in _overlay/*.go; do cp "$f" "/tmp/provider-module/pkg/provider/zz_appstack_$(basename "$f")"; done \
+ && { cat go.mod; echo "replace github.com/pulumi/pulumi-kubernetes/provider/v4 => /tmp/provider-module"; } > /tmp/build.mod \
+ && cp go.sum /tmp/build.sum \
+ && CGO_ENABLED=0 go build -modfile /tmp/build.mod -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
 
 # The production dependencies, less what only a compiler or a debugger reads: TypeScript
 # declarations (the @types packages among them) and source maps, half their size.

@@ -1,9 +1,9 @@
 // Builds the pinned toolchain from Go modules into the cache, once per pin. Nothing is downloaded
 // but Go modules through the Go module proxy, and nothing built lands in the work tree.
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { cacheRoot, findOnPath, kubernetesProviderVersion, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool } from "./tools.ts";
+import { cacheRoot, findOnPath, overlayDir, overlayFiles, kubernetesProviderVersion, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool } from "./tools.ts";
 
 type Log = (line: string) => void;
 
@@ -24,9 +24,13 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
 /**
  * Upstream's provider main package embeds schema files that its build generates and git-ignores;
  * ours embeds the same files, made here from the pinned module exactly as upstream's generate.go
- * makes them (the schema stamped with the plugin version).
+ * makes them (the schema stamped with the plugin version). Our main also needs the provider
+ * package's constructor, which upstream does not export: the build compiles a copy of the pinned
+ * module with our one file added to that package (`_overlay/`, see there why), through a go.mod of
+ * the build's own that replaces the module with the copy. Go's `-overlay` would add the file in
+ * place, but refuses files in the module cache. Returns the `go build` arguments and a cleanup.
  */
-function prepareKubernetesProvider(tool: Tool): void {
+function prepareKubernetesProvider(tool: Tool, scratch: string): string[] {
   const moduleDir = join(toolchainDir, tool.moduleDir);
   const version = pinnedVersion(tool);
   const pinned = tool.pinnedModule ?? "";
@@ -37,9 +41,17 @@ function prepareKubernetesProvider(tool: Tool): void {
   schema["version"] = kubernetesProviderVersion();
   writeFileSync(join(moduleDir, "schema-embed.json"), JSON.stringify(schema));
   writeFileSync(join(moduleDir, "terraform-mapping-embed.json"), readFileSync(join(source, "terraform-mapping.json")));
+  const copy = join(scratch, "module");
+  cpSync(upstream, copy, { recursive: true });
+  execFileSync("chmod", ["-R", "u+w", copy]);
+  for (const file of overlayFiles(tool)) cpSync(join(moduleDir, overlayDir, file), join(copy, "pkg/provider", `zz_appstack_${file}`));
+  const modfile = join(scratch, "build.mod");
+  writeFileSync(modfile, `${readFileSync(join(moduleDir, "go.mod"), "utf8")}\nreplace ${pinned} => ${copy}\n`);
+  cpSync(join(moduleDir, "go.sum"), join(scratch, "build.sum"));
+  return ["-modfile", modfile];
 }
 
-const preparations: Partial<Record<string, (tool: Tool) => void>> = {
+const preparations: Partial<Record<string, (tool: Tool, scratch: string) => string[]>> = {
   "pulumi-resource-kubernetes": prepareKubernetesProvider,
 };
 
@@ -70,17 +82,20 @@ export function buildTool(tool: Tool, log: Log): void {
   const version = pinnedVersion(tool);
   log(`  ${tool.binary}: building ${tool.goPackage} (${tool.pinnedModule ?? `toolchain/${tool.moduleDir}`} ${version})...`);
   const started = Date.now();
-  preparations[tool.binary]?.(tool);
   mkdirSync(target, { recursive: true });
   const partial = `${binary}.partial-${process.pid}`;
+  const scratch = `${binary}.scratch-${process.pid}`;
   const ldflags = ["-s", "-w", ...(tool.ldflags?.(version) ?? [])].join(" ");
   try {
-    go(["build", "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir), tool.noCgo ? { CGO_ENABLED: "0" } : {});
+    mkdirSync(scratch, { recursive: true });
+    const extraArgs = preparations[tool.binary]?.(tool, scratch) ?? [];
+    go(["build", ...extraArgs, "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir), tool.noCgo ? { CGO_ENABLED: "0" } : {});
     chmodSync(partial, 0o755);
     // A rename is atomic: an interrupted build never leaves a binary that looks finished.
     renameSync(partial, binary);
   } finally {
     rmSync(partial, { force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }
   log(`  ${tool.binary}: built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

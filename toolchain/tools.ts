@@ -129,6 +129,26 @@ export function pinnedVersion(tool: Tool): string {
   return match[1];
 }
 
+/**
+ * The Go files of ours a tool's build reads, relative to its module folder: a main package of
+ * ours, the files its build adds to a pinned package (`_overlay/`), and the modules that stand in
+ * for pinned ones (`replace` to a folder: their go.mod and Go files).
+ */
+function goSources(moduleDir: string): string[] {
+  return readdirSync(moduleDir, { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".go") || (file.endsWith("go.mod") && file !== "go.mod"))
+    .sort();
+}
+
+/** Where a module of ours keeps the files its build adds to a pinned package (build.ts: prepareKubernetesProvider). */
+export const overlayDir = "_overlay";
+
+/** The Go files of a module's `_overlay` folder; none for most. */
+export function overlayFiles(tool: Tool): string[] {
+  const dir = join(toolchainDir, tool.moduleDir, overlayDir);
+  return existsSync(dir) ? readdirSync(dir).filter((file) => file.endsWith(".go")).sort() : [];
+}
+
 /** The version of the Kubernetes provider plugin that @pulumi/kubernetes asks the engine for. */
 export function kubernetesProviderVersion(): string {
   const pkg = JSON.parse(readFileSync(join(repoRoot, "node_modules/@pulumi/kubernetes/package.json"), "utf8")) as { version: string };
@@ -143,7 +163,7 @@ export function kubernetesProviderVersion(): string {
 export function toolCacheDir(tool: Tool): string {
   const version = pinnedVersion(tool);
   const digest = createHash("sha256");
-  const sources = tool.goPackage !== "." ? [] : readdirSync(join(toolchainDir, tool.moduleDir)).filter((file) => file.endsWith(".go")).sort();
+  const sources = goSources(join(toolchainDir, tool.moduleDir));
   for (const file of ["go.mod", "go.sum", ...sources]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
   digest.update(tool.goPackage);
   digest.update((tool.ldflags?.(version) ?? []).join(" "));

@@ -55,6 +55,8 @@ export interface OperatorConfig {
   readonly watchTimeoutMs: number;
   /** Metrics per object too, labelled {kind, namespace, name} (object-metrics.ts): series that grow with the objects, so off unless asked for. */
   readonly objectMetrics: boolean;
+  /** Engines attach to a Kubernetes provider kept alive per engine slot (pulumi/provider-slots.ts) rather than each starting one. */
+  readonly attachedProviders: boolean;
   /**
    * Tenant identities on (controller/tenancy.ts): the children of an object that names no
    * spec.serviceAccountName are written as this ServiceAccount of its namespace. Undefined: off,
@@ -240,6 +242,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     // client-node's watch has none, so the end of the watch is what shows its connection alive.
     watchTimeoutMs: positiveInt(env["APPSTACK_WATCH_TIMEOUT_SECONDS"], 60, "APPSTACK_WATCH_TIMEOUT_SECONDS") * 1000,
     objectMetrics: boolean(setting("object-metrics", "APPSTACK_OBJECT_METRICS"), false, "object metrics"),
+    attachedProviders: boolean(env["APPSTACK_ATTACHED_PROVIDERS"], true, "APPSTACK_ATTACHED_PROVIDERS"),
     ...serviceAccountName(setting("default-service-account", "APPSTACK_DEFAULT_SERVICE_ACCOUNT")),
   };
 }

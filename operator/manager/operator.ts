@@ -85,6 +85,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
       ...otherHostCheck(config, clients),
       ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
       ...(identities ? { identities } : {}),
+      ...(config.attachedProviders ? { providerSlots: config.concurrency } : {}),
       // No Pulumi process starts once the shard lease is not held: a replica frozen past it writes nothing.
       ...(shard ? { mayOperate: shard.holdsLease } : {}),
     },
@@ -150,6 +151,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
     async stop() {
       clearInterval(resync);
       await queue.shutdown();
+      driver.close();
       await watcher.stop();
     },
     async abort() {

@@ -6,7 +6,7 @@
 import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@pulumi/pulumi/automation/index.js";
 import { childKinds } from "../../crds/child-kinds.ts";
 import type { StackOperation } from "../../crds/types.ts";
-import type { EngineSettings } from "./engine.ts";
+import { engineGcPercent, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../base/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
@@ -17,6 +17,7 @@ import { DeadlineRunner, defaultOperationTimeoutMs, type OperationObserver } fro
 import { PendingOperations } from "./pending-operations.ts";
 import { Recovery, type RecoverySettings } from "./recovery.ts";
 import { StackSelection } from "./stack-selection.ts";
+import { ProviderSlots } from "./provider-slots.ts";
 import { StateIo } from "./state-io.ts";
 
 /**
@@ -47,6 +48,8 @@ export type StackDriverSettings = EngineSettings &
     readonly mayOperate?: () => boolean;
     /** Tenant identities on: how an engine acts as the user an operation names (`as`; identities.ts). */
     readonly identities?: IdentitySettings;
+    /** Engines attach to this many Kubernetes providers kept alive (provider-slots.ts): one per operation run at once. Unset: each engine starts its own. */
+    readonly providerSlots?: number;
   };
 
 export class StackDriver {
@@ -60,6 +63,7 @@ export class StackDriver {
   private readonly selection: StackSelection;
   private readonly retention: HistoryRetention;
   private readonly identities: EngineIdentities;
+  private readonly providers: ProviderSlots | undefined;
 
   constructor(
     settings: StackDriverSettings,
@@ -76,6 +80,13 @@ export class StackDriver {
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
     this.identities = new EngineIdentities(settings.identities, settings.kubeconfig, this.io);
+    this.providers = settings.providerSlots ? new ProviderSlots({ binary: settings.binaries.kubernetesProvider.path, env: { GOGC: engineGcPercent }, keep: settings.providerSlots }, log) : undefined;
+  }
+
+  /** One engine operation within its deadline, attached to a provider kept alive when there are (provider-slots.ts). */
+  private runEngine(stack: Stack, kind: StackOperation["kind"], operation: Parameters<DeadlineRunner["run"]>[2], message?: string): Promise<StackOperation> {
+    const run = () => this.deadlines.run(stack.name, kind, operation, message);
+    return this.providers ? this.providers.attached((stack.workspace as LocalWorkspace).envVars, run) : run();
   }
 
   /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
@@ -124,7 +135,7 @@ export class StackDriver {
           // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
           const separateRefresh = options.refresh && options.plan !== undefined;
           if (separateRefresh) await this.runRefresh(name, stack, options.message);
-          return this.deadlines.run(name, "up", async (signal) => {
+          return this.runEngine(stack, "up", async (signal) => {
             const onEvent = summaryRecorder(stack, "update");
             return (await stack.up({ onOutput, onEvent, signal, ...refreshing(options.refresh && !separateRefresh), ...(options.plan ? { plan: options.plan } : {}), ...messageOf(options.message) })).summary;
           }, options.message);
@@ -151,7 +162,7 @@ export class StackDriver {
   }
 
   private runRefresh(name: string, stack: Stack, message: string | undefined): Promise<StackOperation> {
-    return this.deadlines.run(name, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal, ...messageOf(message) })).summary, message);
+    return this.runEngine(stack, "refresh", async (signal) => (await stack.refresh({ onOutput: this.engineOutput(name), onEvent: summaryRecorder(stack, "refresh"), signal, ...messageOf(message) })).summary, message);
   }
 
   /**
@@ -166,7 +177,7 @@ export class StackDriver {
       const collector = new StepCollector();
       const onOutput = options.onOutput ?? this.engineOutput(name);
       try {
-        const operation = await this.deadlines.run(name, "preview", async (signal) => {
+        const operation = await this.runEngine(stack, "preview", async (signal) => {
           const result = await stack.preview({ onOutput, signal, onEvent: collector.onEvent, diff: true, ...refreshing(options.refresh), ...(options.plan ? { plan: options.plan } : {}) });
           return { resourceChanges: result.changeSummary };
         });
@@ -229,7 +240,7 @@ export class StackDriver {
       const result = await this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
           await this.clearPendingOperations(stack, "destroy");
-          return this.deadlines.run(name, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary, message);
+          return this.runEngine(stack, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary, message);
         }),
       );
       await this.retention.beforeRemoval(name);
@@ -262,6 +273,17 @@ export class StackDriver {
   async killAll(): Promise<void> {
     this.deadlines.handOver();
     await this.recovery.stopEngines(undefined, "this replica is handing over");
+    this.providers?.close();
+  }
+
+  /** Stops the providers kept alive, once no operation runs any more (the queue has shut down). */
+  close(): void {
+    this.providers?.close();
+  }
+
+  /** The provider processes kept alive and running now (tests). */
+  get providerPids(): number[] {
+    return this.providers?.pids ?? [];
   }
 
   /** Whether the stack exists; cheap (no Pulumi process) for the file and PostgreSQL backends. */

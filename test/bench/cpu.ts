@@ -26,6 +26,8 @@ interface Snapshot {
   readonly own: number;
   readonly children: number;
   readonly provider: number;
+  /** Of it, the providers still running: kept alive per engine slot, and not yet in the reaped children's CPU. */
+  readonly runningProvider: number;
   readonly controlPlane: ReadonlyMap<string, number>;
 }
 
@@ -55,6 +57,7 @@ export class CpuMeter {
     return {
       ...tree,
       provider: this.sampler.cpuByCommand().get(providerCommand) ?? 0,
+      runningProvider: this.sampler.cpuByCommand("running").get(providerCommand) ?? 0,
       controlPlane: new Map(this.components.map((c) => [c.name, processCpuSeconds(c.pid)])),
     };
   }
@@ -63,10 +66,13 @@ export class CpuMeter {
     const now = this.snapshot();
     const component = (name: string) => (now.controlPlane.get(name) ?? 0) - (before.controlPlane.get(name) ?? 0);
     const provider = now.provider - before.provider;
+    // The reaped children's CPU holds the providers that ended (an engine's own plugin, a kept one
+    // replaced), not those still running (kept alive per engine slot, provider-slots.ts).
+    const reapedProvider = provider - (now.runningProvider - before.runningProvider);
     const others = this.components.map((c) => c.name).filter((name) => name !== "kube-apiserver" && name !== "etcd");
     return {
       // The reaped children's CPU is exact; the plugins' part of it is sampled (see cpuByCommand).
-      engine: Math.max(0, now.children - before.children - provider),
+      engine: Math.max(0, now.children - before.children - reapedProvider),
       provider,
       reconciler: now.own - before.own,
       apiServer: component("kube-apiserver"),

@@ -75,6 +75,8 @@ export class ProcessTreeSampler {
   private readonly pulumiPids = new Set<number>();
   /** Every process seen below the root, by pid and start time: its command name and its CPU ticks at the last sample. */
   private readonly seenCpu = new Map<string, { comm: string; ticks: number }>();
+  /** The keys of seenCpu the last sample found running. */
+  private running = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
 
   private readonly root: number;
@@ -106,9 +108,12 @@ export class ProcessTreeSampler {
    * it: a process loses at most the CPU of its last sampling interval, which for an engine's
    * plugin is its idle wait for the engine to close it. Exact totals are in cpuSeconds().children.
    */
-  cpuByCommand(): Map<string, number> {
+  cpuByCommand(which: "all" | "running" = "all"): Map<string, number> {
     const sums = new Map<string, number>();
-    for (const { comm, ticks } of this.seenCpu.values()) sums.set(comm, (sums.get(comm) ?? 0) + ticks / ticksPerSecond);
+    for (const [key, { comm, ticks }] of this.seenCpu) {
+      if (which === "running" && !this.running.has(key)) continue;
+      sums.set(comm, (sums.get(comm) ?? 0) + ticks / ticksPerSecond);
+    }
     return sums;
   }
 
@@ -127,6 +132,7 @@ export class ProcessTreeSampler {
     if (!rootStat) return;
     let total = 0;
     let pss = 0;
+    const running = new Set<string>();
     const withPss = this.samples++ % 10 === 0;
     const stack = [rootStat];
     while (stack.length) {
@@ -136,9 +142,13 @@ export class ProcessTreeSampler {
       // A child of a `pulumi` process named `pulumi` is a plugin caught between fork and exec.
       const plugin = commOf.get(s.ppid) === "pulumi";
       if (s.comm === "pulumi" && !plugin) this.pulumiPids.add(s.pid);
-      if (s !== rootStat) this.seenCpu.set(`${s.pid}@${s.start}`, { comm: s.comm, ticks: s.utime + s.stime });
+      if (s !== rootStat) {
+        this.seenCpu.set(`${s.pid}@${s.start}`, { comm: s.comm, ticks: s.utime + s.stime });
+        running.add(`${s.pid}@${s.start}`);
+      }
       stack.push(...(children.get(s.pid) ?? []));
     }
+    this.running = running;
     this.rootKiB = rootStat.rssKiB;
     this.peakRootKiB = Math.max(this.peakRootKiB, rootStat.rssKiB);
     this.peakTreeKiB = Math.max(this.peakTreeKiB, total);
@@ -176,9 +186,9 @@ export class SamplerGroup implements TreeReadings {
     for (const sampler of this.samplers) sampler.resetPulumiCount();
   }
 
-  cpuByCommand(): Map<string, number> {
+  cpuByCommand(which: "all" | "running" = "all"): Map<string, number> {
     const sums = new Map<string, number>();
-    for (const sampler of this.samplers) for (const [comm, seconds] of sampler.cpuByCommand()) sums.set(comm, (sums.get(comm) ?? 0) + seconds);
+    for (const sampler of this.samplers) for (const [comm, seconds] of sampler.cpuByCommand(which)) sums.set(comm, (sums.get(comm) ?? 0) + seconds);
     return sums;
   }
 

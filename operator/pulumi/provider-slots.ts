@@ -1,0 +1,157 @@
+// The Kubernetes provider kept alive per engine slot. Every engine operation used to start its
+// own provider plugin process: its start and page-in were a third of the plugin's CPU per
+// operation (docs/benchmark.md). Here the operator keeps one provider process per operation that
+// runs at once, and each engine attaches to an idle one (PULUMI_DEBUG_PROVIDERS=kubernetes:PORT,
+// the engine's way to use a provider that is already running). The process is ours
+// (toolchain/kubernetes-provider: slot.go): every engine connection gets a new provider inside it,
+// so no configuration, cache or cancellation passes from one stack to the next, and the provider
+// reads the operation's KUBECONFIG, which the operator sets over the process's standard input
+// before the engine starts. A process whose operation failed, timed out or was killed is not
+// trusted again: it is killed and the next operation starts a new one.
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createInterface } from "node:readline";
+import type { Logger } from "../base/log.ts";
+
+/** How long a provider process may take to start, or to take an operation's environment. */
+const answerTimeoutMs = 30_000;
+
+export interface ProviderSlotSettings {
+  /** The provider binary (toolchain/kubernetes-provider). */
+  readonly binary: string;
+  /** The environment every provider process starts with (GOGC; the operator's own otherwise). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Idle processes kept: one per operation the operator runs at once. */
+  readonly keep: number;
+}
+
+/** One provider process: its port, and a line to set the environment of the engine it serves next. */
+class SlotProvider {
+  readonly port: number;
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly answers: AsyncIterator<string>;
+  private exited = false;
+
+  private constructor(child: ChildProcessWithoutNullStreams, answers: AsyncIterator<string>, port: number) {
+    this.child = child;
+    this.answers = answers;
+    this.port = port;
+    child.once("exit", () => (this.exited = true));
+  }
+
+  static async start(settings: ProviderSlotSettings, log: Logger): Promise<SlotProvider> {
+    const child = spawn(settings.binary, [], { env: { ...process.env, ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    // What the provider logs (client-go, klog) went to the engine's output before; it is debug here.
+    createInterface({ input: child.stderr }).on("line", (line) => log.debug("kubernetes provider", { pid: child.pid, line }));
+    child.on("error", (error) => log.warn("kubernetes provider process failed", { error: error.message }));
+    const answers = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const port = Number(await answer(child, answers, "its port"));
+    if (!Number.isInteger(port) || port <= 0) {
+      child.kill("SIGKILL");
+      throw new Error(`the kubernetes provider printed no port (${port})`);
+    }
+    return new SlotProvider(child, answers, port);
+  }
+
+  get alive(): boolean {
+    return !this.exited && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Sets the environment of the next engine's provider (undefined unsets), once acknowledged. */
+  async setEnvironment(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+    const line = JSON.stringify(Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value ?? null])));
+    this.child.stdin.write(`${line}\n`);
+    const reply = await answer(this.child, this.answers, "the operation's environment");
+    if (reply !== "ok") throw new Error(`the kubernetes provider refused the operation's environment: ${reply}`);
+  }
+
+  kill(): void {
+    this.child.stdin.destroy();
+    if (this.alive) this.child.kill("SIGKILL");
+  }
+}
+
+/** The next line the provider prints, within answerTimeoutMs; the process is killed if none comes. */
+async function answer(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, what: string): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`the kubernetes provider (pid ${child.pid}) did not answer with ${what} within ${answerTimeoutMs / 1000} s; it was killed`));
+    }, answerTimeoutMs);
+  });
+  try {
+    const next = await Promise.race([lines.next(), expired]);
+    if (next.done) throw new Error(`the kubernetes provider (pid ${child.pid}) exited before answering with ${what} (exit ${child.exitCode ?? child.signalCode})`);
+    return next.value;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export class ProviderSlots {
+  private readonly settings: ProviderSlotSettings;
+  private readonly log: Logger;
+  private readonly idle: SlotProvider[] = [];
+  private readonly busy = new Set<SlotProvider>();
+  private closed = false;
+
+  constructor(settings: ProviderSlotSettings, log: Logger) {
+    this.settings = settings;
+    this.log = log;
+  }
+
+  /**
+   * Runs `operation` with an idle provider attached: `engineEnv` (a workspace's environment) names
+   * its port for the engine while it runs, and its KUBECONFIG is the provider's. The provider goes
+   * back to the idle ones only if the operation succeeded and the process lives.
+   */
+  async attached<T>(engineEnv: Record<string, string>, operation: () => Promise<T>): Promise<T> {
+    const provider = await this.acquire();
+    let healthy = false;
+    try {
+      await provider.setEnvironment({ KUBECONFIG: engineEnv["KUBECONFIG"] });
+      engineEnv["PULUMI_DEBUG_PROVIDERS"] = `kubernetes:${provider.port}`;
+      const result = await operation();
+      healthy = true;
+      return result;
+    } finally {
+      delete engineEnv["PULUMI_DEBUG_PROVIDERS"];
+      this.release(provider, healthy);
+    }
+  }
+
+  private async acquire(): Promise<SlotProvider> {
+    if (this.closed) throw new Error("the operator is stopping: no provider is started");
+    let provider = this.idle.pop();
+    while (provider && !provider.alive) provider = this.idle.pop();
+    provider ??= await SlotProvider.start(this.settings, this.log);
+    this.busy.add(provider);
+    return provider;
+  }
+
+  private release(provider: SlotProvider, healthy: boolean): void {
+    this.busy.delete(provider);
+    if (healthy && provider.alive && !this.closed && this.idle.length < this.settings.keep) {
+      this.idle.push(provider);
+      return;
+    }
+    if (!healthy) this.log.debug("replacing the kubernetes provider of a failed operation", { pid: provider.pid });
+    provider.kill();
+  }
+
+  /** The processes running now (tests, metrics). */
+  get pids(): number[] {
+    return [...this.idle, ...this.busy].filter((p) => p.alive).map((p) => p.pid!);
+  }
+
+  /** Kills every provider process; operations still running fail and start none. */
+  close(): void {
+    this.closed = true;
+    for (const provider of [...this.idle, ...this.busy]) provider.kill();
+    this.idle.length = 0;
+  }
+}

@@ -1,0 +1,161 @@
+// The Kubernetes provider kept alive per engine slot (operator/pulumi/provider-slots.ts), with the
+// real engine and provider: engines attach to the operator's provider processes instead of
+// starting their own; each operation's identity (its KUBECONFIG) reaches the provider it attaches
+// to, also right after another identity used the same process; and a provider killed or frozen in
+// the middle of a create (held in admission, so that the moment is certain) fails that operation
+// within its deadline, is replaced, and the next operation converges, with no process and no lock
+// left. Every result is read back from the API server.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import yaml from "js-yaml";
+import type { App } from "../../crds/types.ts";
+import { createLogger } from "../../operator/base/log.ts";
+import { processStat } from "../../operator/base/procfs.ts";
+import { installApi } from "../../operator/kube/apply.ts";
+import { kubeClients } from "../../operator/kube/clients.ts";
+import { programFor } from "../../operator/pulumi/programs.ts";
+import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
+import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
+import { StackDriver } from "../../operator/pulumi/stacks.ts";
+import { StateIo } from "../../operator/pulumi/state-io.ts";
+import { engineBinaries } from "../../toolchain/tools.ts";
+import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
+import { holdWrites } from "../helpers/hold.ts";
+import { lockFiles, Workloads } from "../helpers/operator.ts";
+import { processesUnder } from "../helpers/proctree.ts";
+
+const stateRoot = mkdtempSync(join(tmpdir(), "appstack-provider-slots-"));
+after(() => rmSync(stateRoot, { recursive: true, force: true }));
+const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.kubeconfig)));
+const namespace = "default";
+const log = createLogger({ level: "error", format: "json", write: () => undefined });
+
+/** The kubeconfig of the cluster's admin acting as `user` (identities.ts takes a kubeconfig's text per user). */
+function adminAs(kubeconfig: string, user: string): string {
+  const config = yaml.load(readFileSync(kubeconfig, "utf8")) as { users: { user: Record<string, unknown> }[] };
+  for (const entry of config.users) entry.user["as"] = user;
+  return yaml.dump(config);
+}
+
+/** A driver of its own state folder whose engines attach to `slots` providers kept alive. */
+async function driverWith(name: string, slots: number, options: { operationTimeoutMs?: number } = {}): Promise<{ driver: StackDriver; stateDir: string }> {
+  const stateDir = join(stateRoot, name);
+  const kubeconfig = cluster().cluster.kubeconfig;
+  const io = new StateIo(60_000);
+  await io.makeFolder(join(stateDir, "backend"));
+  const driver = new StackDriver({
+    backendUrl: `file://${join(stateDir, "backend")}`, pulumiHome: join(stateDir, "home"), passphrase: "slots", binaries: engineBinaries(), kubeconfig,
+    workDir: await prepareWorkDir(join(stateDir, "work"), io), providerSlots: slots,
+    identities: { folder: join(stateDir, "identities"), kubeconfigAs: (user) => adminAs(kubeconfig, user) },
+    ...options,
+  }, log);
+  return { driver, stateDir };
+}
+
+async function newApp(name: string): Promise<App> {
+  return (await new Workloads(cluster().cluster.kubeconfig).create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1 } })) as App;
+}
+
+const stackOf = (app: App) => `app.${namespace}.${app.metadata.name}`;
+
+async function deploymentImage(name: string): Promise<string | undefined> {
+  return (await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.template.spec?.containers[0]?.image;
+}
+
+async function deploymentAbsent(name: string): Promise<boolean> {
+  return cluster().apps.readNamespacedDeployment({ name, namespace }).then(() => false, (error: unknown) => isNotFound(error));
+}
+
+/** Provider processes below this process, each with its parent. */
+function providerParents(): Map<number, number> {
+  return new Map(processesUnder(process.pid, "pulumi-resource").map((pid) => [pid, Number(processStat(pid)?.fields[1])]));
+}
+
+/** Stops the driver's providers and waits until none is left below this process. */
+async function closed(driver: StackDriver): Promise<void> {
+  driver.close();
+  await eventually("no provider process left", async () => (processesUnder(process.pid, "pulumi-resource").length === 0 ? true : undefined));
+}
+
+test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's", async () => {
+  const { driver } = await driverWith("attach", 2);
+  const apps = await Promise.all(["slot-1", "slot-2", "slot-3", "slot-4"].map(newApp));
+  const seen = new Map<number, number>();
+  const sampler = setInterval(() => providerParents().forEach((parent, pid) => seen.set(pid, parent)), 10);
+  try {
+    await Promise.all(apps.slice(0, 2).map((app) => driver.up(stackOf(app), programFor(app), { refresh: false })));
+    await Promise.all(apps.slice(2).map((app) => driver.up(stackOf(app), programFor(app), { refresh: false })));
+    const changed = { ...apps[0]!, spec: { ...apps[0]!.spec, image: "nginx:1.28" } };
+    await Promise.all([driver.up(stackOf(changed), programFor(changed), { refresh: false }), driver.up(stackOf(apps[1]!), programFor(apps[1]!), { refresh: true })]);
+  } finally {
+    clearInterval(sampler);
+  }
+  assert.ok(seen.size >= 1 && seen.size <= 2, `provider processes seen: ${[...seen.keys()].join(", ")}`);
+  for (const [pid, parent] of seen) assert.equal(parent, process.pid, `provider ${pid} is a child of ${parent}, not of the operator: an engine started it`);
+  assert.deepEqual(driver.providerPids.sort(), [...seen.keys()].sort(), "the same processes are still there, idle");
+  assert.equal(await deploymentImage("slot-1"), "nginx:1.28");
+  for (const name of ["slot-2", "slot-3", "slot-4"]) assert.equal(await deploymentImage(name), "nginx:1.27");
+  await closed(driver);
+});
+
+test("each operation's identity reaches the provider it attaches to, also right after another identity used the same process", async () => {
+  const { driver } = await driverWith("identity", 1);
+  const nobody = "system:serviceaccount:default:nobody"; // no Role or ClusterRole binds it
+  const [first, denied, second, deniedAgain] = await Promise.all(["id-1", "id-2", "id-3", "id-4"].map(newApp));
+  await driver.up(stackOf(first!), programFor(first!), { refresh: false });
+  const [provider] = driver.providerPids;
+  await assert.rejects(driver.up(stackOf(denied!), programFor(denied!), { refresh: false, as: nobody }), /forbidden/);
+  // A provider whose operation failed is not used again.
+  assert.ok(!driver.providerPids.includes(provider!), "the failed operation's provider was replaced");
+  await driver.up(stackOf(second!), programFor(second!), { refresh: false });
+  const [kept] = driver.providerPids;
+  // The same process that just acted as the admin must now act as nobody.
+  await assert.rejects(driver.up(stackOf(deniedAgain!), programFor(deniedAgain!), { refresh: false, as: nobody }), /forbidden/);
+  assert.ok(kept !== undefined && !driver.providerPids.includes(kept));
+  assert.equal(await deploymentImage("id-1"), "nginx:1.27");
+  assert.equal(await deploymentImage("id-3"), "nginx:1.27");
+  assert.ok(await deploymentAbsent("id-2"), "nobody's create must have been refused");
+  assert.ok(await deploymentAbsent("id-4"), "nobody's create must have been refused, on a process the admin used before");
+  await closed(driver);
+});
+
+test("a provider killed in the middle of a create: the operation fails, the provider is replaced, the next up converges; no process or lock is left", async () => {
+  const { driver, stateDir } = await driverWith("killed", 1);
+  const app = await newApp("killed");
+  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "killed");
+  const running = driver.up(stackOf(app), programFor(app), { refresh: false });
+  const failed = assert.rejects(running);
+  await hold.held;
+  const [provider] = driver.providerPids;
+  process.kill(provider!, "SIGKILL");
+  await failed;
+  await hold.release();
+  assert.ok(!driver.providerPids.includes(provider!));
+  await driver.up(stackOf(app), programFor(app), { refresh: false });
+  assert.equal(await deploymentImage("killed"), "nginx:1.27");
+  assert.deepEqual(lockFiles(stateDir), []);
+  assert.deepEqual(processesUnder(process.pid, "pulumi"), [], "no engine is left");
+  await closed(driver);
+});
+
+test("a provider frozen in the middle of a create: the operation times out at its deadline, the frozen process is killed, the next up converges; no process or lock is left", async () => {
+  const { driver, stateDir } = await driverWith("frozen", 1, { operationTimeoutMs: 5_000 });
+  const app = await newApp("frozen");
+  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "frozen");
+  const running = driver.up(stackOf(app), programFor(app), { refresh: false });
+  const timedOut = assert.rejects(running, (error: unknown) => error instanceof OperationTimedOut);
+  await hold.held;
+  const [provider] = driver.providerPids;
+  process.kill(provider!, "SIGSTOP");
+  await hold.release(); // the API server answers now; the provider cannot hear it
+  await timedOut;
+  await eventually("the frozen provider to be killed", async () => (processStat(provider!) === undefined ? true : undefined));
+  await driver.up(stackOf(app), programFor(app), { refresh: false });
+  assert.equal(await deploymentImage("frozen"), "nginx:1.27");
+  assert.deepEqual(lockFiles(stateDir), []);
+  assert.deepEqual(processesUnder(process.pid, "pulumi"), [], "no engine is left");
+  await closed(driver);
+});

@@ -1,0 +1,186 @@
+package main
+
+// A provider per engine connection. An engine that attaches dials the port once per provider it
+// loads, and gives each its own connection; upstream's Attach only swaps the engine address of
+// the one provider, which is enough for a debugger but would share one provider's configuration,
+// caches and cancellation among every stack a slot serves. Here each connection that attaches
+// gets a new provider, made as Serve makes one, and loses it when the connection ends: what a
+// plugin process per provider gave, without the process.
+
+import (
+	"context"
+	"runtime/debug"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/host"
+	"github.com/pulumi/pulumi/pkg/v3/resource/provider"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+)
+
+type attached struct {
+	provider pulumirpc.ResourceProviderServer
+	engine   *provider.HostClient
+}
+
+// end cancels what the provider still runs (its informers, any request) and closes its line to the engine.
+func (a attached) end() {
+	_, _ = a.provider.Cancel(context.Background(), &emptypb.Empty{})
+	_ = a.engine.Close()
+}
+
+type connections struct {
+	pulumirpc.UnimplementedResourceProviderServer
+	newProvider func(host.HostClient) (pulumirpc.ResourceProviderServer, error)
+
+	mu     sync.Mutex
+	byPeer map[string]attached
+}
+
+func newConnections(newProvider func(host.HostClient) (pulumirpc.ResourceProviderServer, error)) *connections {
+	return &connections{newProvider: newProvider, byPeer: map[string]attached{}}
+}
+
+type peerKey struct{}
+
+func peerOf(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// Attach gives the calling connection a new provider that reports to the engine at req.Address.
+func (c *connections) Attach(ctx context.Context, req *pulumirpc.PluginAttach) (*emptypb.Empty, error) {
+	key := peerOf(ctx)
+	if key == "" {
+		return nil, status.Error(codes.FailedPrecondition, "attach: the caller's address is unknown")
+	}
+	engine, err := provider.NewHostClient(req.GetAddress())
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := c.newProvider(engine)
+	if err != nil {
+		_ = engine.Close()
+		return nil, err
+	}
+	c.mu.Lock()
+	previous, had := c.byPeer[key]
+	c.byPeer[key] = attached{provider: fresh, engine: engine}
+	c.mu.Unlock()
+	if had {
+		previous.end()
+	}
+	return &emptypb.Empty{}, nil
+}
+
+func (c *connections) of(ctx context.Context) (pulumirpc.ResourceProviderServer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.byPeer[peerOf(ctx)]; ok {
+		return a.provider, nil
+	}
+	return nil, status.Error(codes.FailedPrecondition, "no engine has attached on this connection")
+}
+
+// TagConn keeps the connection's remote address for HandleConn, which does not get the peer.
+func (c *connections) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, peerKey{}, info.RemoteAddr.String())
+}
+
+// HandleConn ends the provider of a connection that ended, whether its engine finished or died.
+func (c *connections) HandleConn(ctx context.Context, s stats.ConnStats) {
+	if _, ended := s.(*stats.ConnEnd); !ended {
+		return
+	}
+	key, _ := ctx.Value(peerKey{}).(string)
+	c.mu.Lock()
+	a, ok := c.byPeer[key]
+	delete(c.byPeer, key)
+	idle := len(c.byPeer) == 0
+	c.mu.Unlock()
+	if ok {
+		a.end()
+	}
+	if ok && idle {
+		// An operation's provider parses the API server's whole OpenAPI document: a process
+		// that then waits idle for the next engine would keep that heap (well over 100 MiB)
+		// until Go's own collection and scavenger get to it, minutes later.
+		go debug.FreeOSMemory()
+	}
+}
+
+func (c *connections) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (c *connections) HandleRPC(context.Context, stats.RPCStats)                       {}
+
+// The calls of the provider protocol, each to the provider of the connection it came on.
+
+func forward[Req, Res any](c *connections, ctx context.Context, req Req, call func(pulumirpc.ResourceProviderServer, context.Context, Req) (Res, error)) (Res, error) {
+	p, err := c.of(ctx)
+	if err != nil {
+		var none Res
+		return none, err
+	}
+	return call(p, ctx, req)
+}
+
+func (c *connections) Parameterize(ctx context.Context, req *pulumirpc.ParameterizeRequest) (*pulumirpc.ParameterizeResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Parameterize)
+}
+func (c *connections) GetSchema(ctx context.Context, req *pulumirpc.GetSchemaRequest) (*pulumirpc.GetSchemaResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetSchema)
+}
+func (c *connections) CheckConfig(ctx context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.CheckConfig)
+}
+func (c *connections) DiffConfig(ctx context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.DiffConfig)
+}
+func (c *connections) Configure(ctx context.Context, req *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Configure)
+}
+func (c *connections) Invoke(ctx context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Invoke)
+}
+func (c *connections) Call(ctx context.Context, req *pulumirpc.CallRequest) (*pulumirpc.CallResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Call)
+}
+func (c *connections) Check(ctx context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Check)
+}
+func (c *connections) Diff(ctx context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Diff)
+}
+func (c *connections) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Create)
+}
+func (c *connections) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Read)
+}
+func (c *connections) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Update)
+}
+func (c *connections) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Delete)
+}
+func (c *connections) Construct(ctx context.Context, req *pulumirpc.ConstructRequest) (*pulumirpc.ConstructResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Construct)
+}
+func (c *connections) Cancel(ctx context.Context, req *emptypb.Empty) (*emptypb.Empty, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Cancel)
+}
+func (c *connections) GetPluginInfo(ctx context.Context, req *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetPluginInfo)
+}
+func (c *connections) GetMapping(ctx context.Context, req *pulumirpc.GetMappingRequest) (*pulumirpc.GetMappingResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetMapping)
+}
+func (c *connections) GetMappings(ctx context.Context, req *pulumirpc.GetMappingsRequest) (*pulumirpc.GetMappingsResponse, error) {
+	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetMappings)
+}
