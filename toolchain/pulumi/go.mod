@@ -282,3 +282,9 @@ require (
 )
 
 replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e
+
+// Both password-strength libraries build their word lists at every start of the CLI (about 80 ms
+// of CPU per engine operation) for a check appstack's engines never make: see zxcvbn/nbutton23.
+replace github.com/nbutton23/zxcvbn-go => ./zxcvbn/nbutton23
+
+replace github.com/ccojocar/zxcvbn-go => ./zxcvbn/ccojocar
