@@ -22,7 +22,15 @@ export interface ProviderSlotSettings {
   readonly env: Readonly<Record<string, string>>;
   /** Idle processes kept: one per operation the operator runs at once. */
   readonly keep: number;
+  /** How long an idle process is kept for the next operation; 30 s unless set. */
+  readonly idleMs?: number;
 }
+
+/**
+ * An idle provider keeps its code mapped, about 70 MiB of PSS each (its heap goes back to the
+ * system when it idles: slot.go): worth it while operations come, not for a quiet hour.
+ */
+const defaultIdleMs = 30_000;
 
 /** One provider process: its port, and a line to set the environment of the engine it serves next. */
 class SlotProvider {
@@ -95,7 +103,8 @@ async function answer(child: ChildProcessWithoutNullStreams, lines: AsyncIterato
 export class ProviderSlots {
   private readonly settings: ProviderSlotSettings;
   private readonly log: Logger;
-  private readonly idle: SlotProvider[] = [];
+  /** Idle providers, the most recently used last, each with the timer that ends it. */
+  private readonly idle: { provider: SlotProvider; expiry: NodeJS.Timeout }[] = [];
   private readonly busy = new Set<SlotProvider>();
   private closed = false;
 
@@ -126,8 +135,12 @@ export class ProviderSlots {
 
   private async acquire(): Promise<SlotProvider> {
     if (this.closed) throw new Error("the operator is stopping: no provider is started");
-    let provider = this.idle.pop();
-    while (provider && !provider.alive) provider = this.idle.pop();
+    let provider: SlotProvider | undefined;
+    while (!provider && this.idle.length > 0) {
+      const kept = this.idle.pop()!;
+      clearTimeout(kept.expiry);
+      if (kept.provider.alive) provider = kept.provider;
+    }
     provider ??= await SlotProvider.start(this.settings, this.log);
     this.busy.add(provider);
     return provider;
@@ -136,22 +149,34 @@ export class ProviderSlots {
   private release(provider: SlotProvider, healthy: boolean): void {
     this.busy.delete(provider);
     if (healthy && provider.alive && !this.closed && this.idle.length < this.settings.keep) {
-      this.idle.push(provider);
+      const entry = { provider, expiry: setTimeout(() => this.expire(entry), this.settings.idleMs ?? defaultIdleMs) };
+      entry.expiry.unref();
+      this.idle.push(entry);
       return;
     }
     if (!healthy) this.log.debug("replacing the kubernetes provider of a failed operation", { pid: provider.pid });
     provider.kill();
   }
 
-  /** The processes running now (tests, metrics). */
+  private expire(entry: (typeof this.idle)[number]): void {
+    const at = this.idle.indexOf(entry);
+    if (at === -1) return;
+    this.idle.splice(at, 1);
+    entry.provider.kill();
+  }
+
+  /** The processes running now (tests). */
   get pids(): number[] {
-    return [...this.idle, ...this.busy].filter((p) => p.alive).map((p) => p.pid!);
+    return [...this.idle.map((entry) => entry.provider), ...this.busy].filter((p) => p.alive).map((p) => p.pid!);
   }
 
   /** Kills every provider process; operations still running fail and start none. */
   close(): void {
     this.closed = true;
-    for (const provider of [...this.idle, ...this.busy]) provider.kill();
-    this.idle.length = 0;
+    for (const { provider, expiry } of this.idle.splice(0)) {
+      clearTimeout(expiry);
+      provider.kill();
+    }
+    for (const provider of this.busy) provider.kill();
   }
 }

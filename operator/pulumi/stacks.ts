@@ -50,6 +50,8 @@ export type StackDriverSettings = EngineSettings &
     readonly identities?: IdentitySettings;
     /** Engines attach to this many Kubernetes providers kept alive (provider-slots.ts): one per operation run at once. Unset: each engine starts its own. */
     readonly providerSlots?: number;
+    /** How long a kept provider may idle before it ends (provider-slots.ts; 30 s unless set). */
+    readonly providerIdleMs?: number;
   };
 
 export class StackDriver {
@@ -80,7 +82,7 @@ export class StackDriver {
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
     this.identities = new EngineIdentities(settings.identities, settings.kubeconfig, this.io);
-    this.providers = settings.providerSlots ? new ProviderSlots({ binary: settings.binaries.kubernetesProvider.path, env: { GOGC: engineGcPercent }, keep: settings.providerSlots }, log) : undefined;
+    this.providers = settings.providerSlots ? new ProviderSlots({ binary: settings.binaries.kubernetesProvider.path, env: { GOGC: engineGcPercent }, keep: settings.providerSlots, ...(settings.providerIdleMs ? { idleMs: settings.providerIdleMs } : {}) }, log) : undefined;
   }
 
   /** One engine operation within its deadline, attached to a provider kept alive when there are (provider-slots.ts). */

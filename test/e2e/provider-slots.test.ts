@@ -4,7 +4,7 @@
 // to, also right after another identity used the same process; and a provider killed or frozen in
 // the middle of a create (held in admission, so that the moment is certain) fails that operation
 // within its deadline, is replaced, and the next operation converges, with no process and no lock
-// left. Every result is read back from the API server.
+// left; one idle past its time ends. Every result is read back from the API server.
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,7 +41,7 @@ function adminAs(kubeconfig: string, user: string): string {
 }
 
 /** A driver of its own state folder whose engines attach to `slots` providers kept alive. */
-async function driverWith(name: string, slots: number, options: { operationTimeoutMs?: number } = {}): Promise<{ driver: StackDriver; stateDir: string }> {
+async function driverWith(name: string, slots: number, options: { operationTimeoutMs?: number; providerIdleMs?: number } = {}): Promise<{ driver: StackDriver; stateDir: string }> {
   const stateDir = join(stateRoot, name);
   const kubeconfig = cluster().cluster.kubeconfig;
   const io = new StateIo(60_000);
@@ -157,5 +157,18 @@ test("a provider frozen in the middle of a create: the operation times out at it
   assert.equal(await deploymentImage("frozen"), "nginx:1.27");
   assert.deepEqual(lockFiles(stateDir), []);
   assert.deepEqual(processesUnder(process.pid, "pulumi"), [], "no engine is left");
+  await closed(driver);
+});
+
+test("a provider idle past its time ends, and the next operation starts another", async () => {
+  const { driver } = await driverWith("idle", 1, { providerIdleMs: 1_000 });
+  const [first, second] = await Promise.all(["idle-1", "idle-2"].map(newApp));
+  await driver.up(stackOf(first!), programFor(first!), { refresh: false });
+  const [provider] = driver.providerPids;
+  assert.ok(provider !== undefined, "kept after the operation");
+  await eventually("the idle provider to end", async () => (processesUnder(process.pid, "pulumi-resource").length === 0 && driver.providerPids.length === 0 ? true : undefined));
+  await driver.up(stackOf(second!), programFor(second!), { refresh: false });
+  assert.equal(await deploymentImage("idle-2"), "nginx:1.27");
+  assert.ok(!driver.providerPids.includes(provider));
   await closed(driver);
 });
