@@ -1,7 +1,8 @@
 // How appstack runs the Pulumi engine: the pinned CLI and provider (their paths come in the
 // settings, from the wiring that knows the toolchain), a backend, the operator's own key service
 // for the stacks' secrets, and nothing ever downloaded. Resolved once, used by every stack.
-import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
 import { secretsProviderUrl, startKeyService, type KeyService } from "./key-service.ts";
@@ -91,18 +92,30 @@ export function forgetPulumiCommand(root: string): void {
 }
 
 /**
+ * The provider plugin in the engines' home, where an engine finds it, and from where the operator
+ * starts the providers it keeps (provider-slots.ts): a process started from there that outlives
+ * its operator is one a restarted operator finds and kills (orphans.ts).
+ */
+export function providerPluginPath(pulumiHome: string, version: string): string {
+  return join(pulumiHome, "plugins", `resource-kubernetes-v${version}`, "pulumi-resource-kubernetes");
+}
+
+/**
  * Installs the pinned provider into the engine's plugin folder, where the engine looks for the
  * exact version the SDK asks for (no download, no "ambient plugin from $PATH" warning).
  */
 export async function installProviderPlugin(pulumiHome: string, io: StateIo, provider: EngineBinaries["kubernetesProvider"]): Promise<void> {
-  const dir = join(pulumiHome, "plugins", `resource-kubernetes-v${provider.version}`);
-  const binary = join(dir, "pulumi-resource-kubernetes");
+  const binary = providerPluginPath(pulumiHome, provider.version);
+  const dir = dirname(binary);
   const target = provider.path;
   if ((await io.exists(binary)) && (await io.readLink(binary)) === target) return;
   await io.makeFolder(dir);
   await io.remove(`${dir}.partial`);
-  await io.remove(binary);
-  await io.symlink(target, binary);
+  // Made aside and renamed over: a rename is atomic, so two operations that install it at once
+  // (a driver's first ones) never meet a missing or half-made link.
+  const partial = `${binary}.${process.pid}-${randomUUID()}`;
+  await io.symlink(target, partial);
+  await io.rename(partial, binary);
 }
 
 /**

@@ -51,6 +51,9 @@ class SlotProvider {
     // What the provider logs (client-go, klog) went to the engine's output before; it is debug here.
     createInterface({ input: child.stderr }).on("line", (line) => log.debug("kubernetes provider", { pid: child.pid, line }));
     child.on("error", (error) => log.warn("kubernetes provider process failed", { error: error.message }));
+    // A write to a provider that died meanwhile fails (EPIPE) on the stream; its answer() then
+    // reports the exit, and the stream's error must not be an unhandled one.
+    child.stdin.on("error", (error) => log.debug("kubernetes provider's input closed", { pid: child.pid, error: error.message }));
     const answers = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const port = Number(await answer(child, answers, "its port"));
     if (!Number.isInteger(port) || port <= 0) {

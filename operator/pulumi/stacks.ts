@@ -6,7 +6,7 @@
 import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@pulumi/pulumi/automation/index.js";
 import { childKinds } from "../../crds/child-kinds.ts";
 import type { StackOperation } from "../../crds/types.ts";
-import { engineGcPercent, type EngineSettings } from "./engine.ts";
+import { engineGcPercent, providerPluginPath, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../base/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
@@ -82,7 +82,7 @@ export class StackDriver {
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
     this.identities = new EngineIdentities(settings.identities, settings.kubeconfig, this.io);
-    this.providers = settings.providerSlots ? new ProviderSlots({ binary: settings.binaries.kubernetesProvider.path, env: { GOGC: engineGcPercent }, keep: settings.providerSlots, ...(settings.providerIdleMs ? { idleMs: settings.providerIdleMs } : {}) }, log) : undefined;
+    this.providers = settings.providerSlots ? new ProviderSlots({ binary: providerPluginPath(settings.pulumiHome, settings.binaries.kubernetesProvider.version), env: { GOGC: engineGcPercent }, keep: settings.providerSlots, ...(settings.providerIdleMs ? { idleMs: settings.providerIdleMs } : {}) }, log) : undefined;
   }
 
   /** One engine operation within its deadline, attached to a provider kept alive when there are (provider-slots.ts). */

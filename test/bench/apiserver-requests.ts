@@ -15,12 +15,17 @@ export interface RequestRate {
 const counter = "apiserver_request_total";
 const writeVerbs = ["POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"];
 
-async function requestCounts(kubeconfig: string): Promise<{ total: number; writes: number }> {
+async function metricsOf(kubeconfig: string): Promise<string> {
   const kc = loadKubeConfig(kubeconfig);
   const options: RequestOptions = {};
   await kc.applyToHTTPSOptions(options);
   const { status, body } = await responseOf(httpsGet, `${kc.getCurrentCluster()?.server}/metrics`, options);
   if (status !== 200) throw new Error(`kube-apiserver /metrics answered HTTP ${status}`);
+  return body;
+}
+
+async function requestCounts(kubeconfig: string): Promise<{ total: number; writes: number }> {
+  const body = await metricsOf(kubeconfig);
   const writes = body.split("\n").filter((line) => line.startsWith(`${counter}{`) && writeVerbs.some((verb) => line.includes(`verb="${verb}"`)));
   return { total: counterTotal(body, counter), writes: counterTotal(writes.join("\n"), counter) };
 }
@@ -43,5 +48,32 @@ export function requestTable(stretches: readonly { readonly title: string; reado
     `| kube-apiserver requests (its apiserver_request_total), ${n} objects | seconds | requests/s (of them writes/s) | the same per 1,000 objects | requests per object |`,
     "|---|---|---|---|---|",
     ...stretches.map(({ title, rate }) => `| ${title} | ${rate.seconds.toFixed(0)} | ${rate.perSecond.toFixed(1)} (${rate.writesPerSecond.toFixed(1)}) | ${perThousand(rate.perSecond)} (${perThousand(rate.writesPerSecond)}) | ${((rate.perSecond * rate.seconds) / n).toFixed(1)} |`),
+  ].join("\n");
+}
+
+/** The requests by verb and resource (`LIST events`, `APPLY deployments`), from the API server's own count. */
+async function requestsByKind(kubeconfig: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const line of (await metricsOf(kubeconfig)).split("\n")) {
+    if (!line.startsWith(`${counter}{`)) continue;
+    const label = (name: string) => new RegExp(`[{,]${name}="([^"]*)"`).exec(line)?.[1] ?? "";
+    const key = `${label("verb")} ${label("resource")}${label("subresource") ? `/${label("subresource")}` : ""}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.split(" ").at(-1)));
+  }
+  return counts;
+}
+
+/** Starts counting requests by kind now; the function it returns gives those since, most first. */
+export async function countRequestsByKind(kubeconfig: string): Promise<() => Promise<[string, number][]>> {
+  const before = await requestsByKind(kubeconfig);
+  return async () => [...(await requestsByKind(kubeconfig))].map(([key, count]): [string, number] => [key, count - (before.get(key) ?? 0)]).filter(([, count]) => count > 0).sort((a, b) => b[1] - a[1]);
+}
+
+/** The most frequent kinds of request in a stretch, per object. */
+export function requestKindTable(title: string, kinds: readonly [string, number][], n: number, top = 10): string {
+  return [
+    `| ${title}: kube-apiserver requests by verb and resource | per object |`,
+    "|---|---|",
+    ...kinds.slice(0, top).map(([kind, count]) => `| ${kind} | ${(count / n).toFixed(2)} |`),
   ].join("\n");
 }

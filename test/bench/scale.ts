@@ -15,7 +15,7 @@ import { startCluster } from "../../toolchain/cluster/cluster.ts";
 import { freeLoopbackPorts } from "../../toolchain/cluster/ports.ts";
 import { counterTotal } from "../helpers/operator.ts";
 import { ProcessTreeSampler } from "../helpers/proctree.ts";
-import { countRequests } from "./apiserver-requests.ts";
+import { countRequests, countRequestsByKind, requestKindTable } from "./apiserver-requests.ts";
 import { CpuMeter, type Component } from "./cpu.ts";
 import type { ReplicaFigures } from "./replica-table.ts";
 import { Replicas, stopProcess } from "./replicas.ts";
@@ -84,8 +84,10 @@ async function main(): Promise<void> {
     const { group } = replicas;
     const ready = replicas.readings();
     const roundRequests = await requests();
+    const roundKinds = await countRequestsByKind(cluster.kubeconfig);
     const created = await applyAndWait(clients, namespace, n, { sampler: group, meter: new CpuMeter(group, components) }, replicas.ports);
     const roundRate = await roundRequests();
+    const kinds = await roundKinds();
     const afterRound = replicas.readings();
     console.error(`appstack: ${n} Apps Ready in ${created.totalSeconds.toFixed(1)} s on ${replicaCount} replica(s)`);
     const peak = { rootKiB: group.peakRootKiB, treeKiB: group.peakTreeKiB, treePssKiB: group.peakTreePssKiB };
@@ -139,6 +141,7 @@ async function main(): Promise<void> {
     const backend = onPostgres ? "one PostgreSQL backend" : "a file backend";
     console.log(`\nMeasured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? "unknown CPU"}), ${nodes} kwok nodes, ${replicaCount} appstack replica(s) on ${backend}, concurrency ${concurrency} for the baseline and each replica.\n`);
     console.log(scaleTable(figures));
+    console.log(`\n${requestKindTable(`appstack's round of ${n} new Apps`, kinds, n)}`);
   } finally {
     clearInterval(loadTimer);
     await replicas?.stop();

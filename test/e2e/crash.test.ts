@@ -1,11 +1,13 @@
 // Crash safety: the operator is killed (with the Pulumi engines it runs) in the middle of an
 // update and in the middle of a destroy; a new operator on the same state converges on its own,
-// also over an attributes file a killed engine tore.
+// also over an attributes file a killed engine tore. The providers the operator keeps for its
+// engines die with it; a provider an engine started itself lives on and the new operator kills it.
 import assert from "node:assert/strict";
 import { existsSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { approveAnnotation } from "../../crds/types.ts";
+import { commandLine, processIds, processStat } from "../../operator/base/procfs.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, eventWithReason, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites, type Hold } from "../helpers/hold.ts";
@@ -18,18 +20,27 @@ const cluster = useCluster(undefined, () => disposeOperator(operator));
 
 const orphans = (stateDir: string) => orphanedPlugins(join(stateDir, "pulumi-home"));
 
+/** Every provider process started from the state folder's engine home, whoever its parent is now. */
+function providersOf(stateDir: string): number[] {
+  const plugins = join(stateDir, "pulumi-home", "plugins");
+  return processIds().filter((pid) => commandLine(pid)?.[0]?.startsWith(plugins) && processStat(pid)?.fields[0] !== "Z");
+}
+
 /**
  * Kills the operator (with its engines) while `hold` keeps one of its writes in flight: the
  * engine is mid-operation with the stack locked. The write then goes through, as it would when
- * an API server answers after its client died.
+ * an API server answers after its client died. `attached`: its engines used the providers it
+ * keeps (provider-slots.ts), which die with it, where a provider an engine started lives on,
+ * orphaned, for the restarted operator to kill.
  */
-async function crashDuringOperation(running: OperatorProcess, hold: Hold): Promise<void> {
+async function crashDuringOperation(running: OperatorProcess, hold: Hold, attached = true): Promise<void> {
   try {
     await hold.held;
     await running.stop("SIGKILL");
     assert.ok(lockFiles(running.stateDir).length > 0, "the killed operation left its lock behind");
+    if (attached) await eventually("the operator's kept providers to die with it", async () => (providersOf(running.stateDir).length === 0 ? true : undefined), 10_000);
     // Adopted by init once the engine that started it has exited, which a SIGKILL does not wait for.
-    await eventually("the killed engine's provider running on, orphaned", async () => (orphans(running.stateDir).length > 0 ? true : undefined), 10_000);
+    else await eventually("the killed engine's provider running on, orphaned", async () => (orphans(running.stateDir).length > 0 ? true : undefined), 10_000);
   } finally {
     await hold.release();
   }
@@ -38,13 +49,17 @@ async function crashDuringOperation(running: OperatorProcess, hold: Hold): Promi
 test("killed mid-up and mid-destroy, a restarted operator converges without help", async () => {
   const { cluster: local, apps } = cluster();
   const workloads = new Workloads(local.kubeconfig);
-  operator = await startOperatorProcess(local.kubeconfig);
+  // Each engine starts its own provider here, so that a killed one leaves it orphaned: the
+  // restarted operator must find and kill it (the other tests kill operators whose engines
+  // attached to the providers they keep).
+  const env = { APPSTACK_ATTACHED_PROVIDERS: "false" };
+  operator = await startOperatorProcess(local.kubeconfig, { env });
   const stateDir = operator.stateDir;
 
   const creating = await holdWrites(local, "deployments", "CREATE", "default", "crashy");
   await workloads.create({ kind: "App", metadata: { name: "crashy", namespace: "default" }, spec: { image: "nginx:1.27", replicas: 2, port: 80 } });
-  await crashDuringOperation(operator, creating);
-  operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+  await crashDuringOperation(operator, creating, false);
+  operator = await startOperatorProcess(local.kubeconfig, { stateDir, env });
   const ready = await workloads.ready("App", "default", "crashy");
   assert.equal(ready.status?.readyReplicas, 2);
   assert.equal((await apps.readNamespacedDeployment({ name: "crashy", namespace: "default" })).status?.readyReplicas, 2);
@@ -54,9 +69,9 @@ test("killed mid-up and mid-destroy, a restarted operator converges without help
   await operator.stop();
   const deleting = await holdWrites(local, "deployments", "DELETE", "default", "crashy");
   await workloads.delete("App", "default", "crashy");
-  operator = await startOperatorProcess(local.kubeconfig, { stateDir });
-  await crashDuringOperation(operator, deleting);
-  operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+  operator = await startOperatorProcess(local.kubeconfig, { stateDir, env });
+  await crashDuringOperation(operator, deleting, false);
+  operator = await startOperatorProcess(local.kubeconfig, { stateDir, env });
   await workloads.gone("App", "default", "crashy");
   await assert.rejects(apps.readNamespacedDeployment({ name: "crashy", namespace: "default" }), isNotFound);
   assert.ok(!existsSync(join(stateDir, "backend", ".pulumi", "stacks", "appstack", "app.default.crashy.json")));
@@ -109,7 +124,12 @@ test("killed after a drift repair's write went through, a restarted operator fin
   const { cluster: local, apps } = cluster();
   const workloads = new Workloads(local.kubeconfig);
   await disposeOperator(operator);
-  operator = await startOperatorProcess(local.kubeconfig);
+  // The repair's write must reach the API server after the operator is dead: the provider that
+  // sent it must outlive the operator, as one its engine started does (the providers the operator
+  // keeps die with it, and the API server drops a request whose client is gone). The record is
+  // repaired the same way whoever sent the write.
+  const env = { APPSTACK_ATTACHED_PROVIDERS: "false" };
+  operator = await startOperatorProcess(local.kubeconfig, { env });
   const stateDir = operator.stateDir;
   for (const updatePolicy of ["Auto", "Preview"] as const) {
     const name = `resumed-${updatePolicy.toLowerCase()}`;
@@ -123,11 +143,11 @@ test("killed after a drift repair's write went through, a restarted operator fin
       const planId = await eventually("the repair's plan", async () => (await workloads.get("App", "default", name)).status?.preview?.planId);
       await workloads.approve("App", "default", name, planId);
     }
-    await crashDuringOperation(operator, repairing);
+    await crashDuringOperation(operator, repairing, false);
     await eventually("the held repair to reach the Deployment", async () => ((await apps.readNamespacedDeployment({ name, namespace: "default" })).spec?.replicas === 2 ? true : undefined));
     assert.match(pendingOperations(stateDir, "App", "default", name).join(), /^updating .*Deployment::/, "the killed repair left its update pending");
 
-    operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+    operator = await startOperatorProcess(local.kubeconfig, { stateDir, env });
     await eventually(`${name}'s pending operation to be cleared`, async () => (pendingOperations(stateDir, "App", "default", name).length ? undefined : true), 60_000);
     // Under Preview nothing may change the cluster unapproved: a refresh alone finished the record.
     const finished = { Auto: "StackUpdated", Preview: "StackRefreshed" }[updatePolicy];

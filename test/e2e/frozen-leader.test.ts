@@ -16,7 +16,7 @@ import { eventually, eventWithReason, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { disposeOperator, lockFiles, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
-import { processesUnder } from "../helpers/proctree.ts";
+import { processesUnder, signalTree } from "../helpers/proctree.ts";
 
 const namespace = "default";
 /** The names of the install's pods, one per replica: a, b and c. */
@@ -33,7 +33,7 @@ const cluster = useCluster(async ({ core, apps }) => {
 });
 after(async () => {
   // A replica left frozen by a failed test would never answer the SIGTERM that stops it.
-  for (const replica of replicas) if (replica.child.exitCode === null && replica.child.signalCode === null) signalTree(replica, "SIGCONT");
+  for (const replica of replicas) if (replica.child.exitCode === null && replica.child.signalCode === null) signalTree(replica.child.pid!, "SIGCONT");
   for (const replica of replicas) await disposeOperator(replica).catch(() => undefined);
 });
 
@@ -44,13 +44,6 @@ async function startReplica(hostname: string, stateDir?: string): Promise<Operat
 }
 
 const leads = async (replica: OperatorProcess) => (metricValue(await httpGet(`http://127.0.0.1:${replica.healthPort}/metrics`).then((r) => r.body, () => ""), "appstack_leader") === 1 ? true : undefined);
-
-/** The whole tree of a replica: its process group first, so that nothing new starts meanwhile, then its plugins (groups of their own). */
-function signalTree(replica: OperatorProcess, signal: "SIGSTOP" | "SIGCONT" | "SIGKILL"): void {
-  const root = replica.child.pid!;
-  if (signal !== "SIGCONT") process.kill(-root, signal);
-  for (const pid of [root, ...processesUnder(root)]) process.kill(pid, signal);
-}
 
 /** The hosts named by the stack locks of a state folder. */
 function lockHolders(stateDir: string): string[] {
@@ -91,7 +84,7 @@ test("a leader frozen mid-update keeps its stack lock until it is provably gone:
   await firstHold.held;
   assert.deepEqual(lockHolders(first.stateDir), [a]);
   assert.ok(processesUnder(first.child.pid!, "pulumi").length > 0, "the leader's engine is mid-update");
-  signalTree(first, "SIGSTOP");
+  signalTree(first.child.pid!, "SIGSTOP");
   await eventually(`${b} to lead once the frozen leader's lease expires`, () => leads(second), 60_000);
   await stackLocked(workloads, "frozen-1", a);
   await eventWithReason(cluster().core, namespace, "frozen-1", "StackLocked", (m) => m.includes(a));
@@ -100,7 +93,7 @@ test("a leader frozen mid-update keeps its stack lock until it is provably gone:
   assert.deepEqual(lockHolders(first.stateDir), [a], "the frozen leader's lock was broken");
   assert.equal(firstHold.requests, 1, "a second engine wrote while the frozen one may resume");
   const exited = new Promise<number | null>((resolve) => first.child.once("exit", (code) => resolve(code)));
-  signalTree(first, "SIGCONT");
+  signalTree(first.child.pid!, "SIGCONT");
   assert.equal(await exited, 1, "the resumed leader did not give up");
   assert.ok(!lockHolders(first.stateDir).includes(a), "the resumed leader left its lock");
   await firstHold.release();
@@ -111,11 +104,11 @@ test("a leader frozen mid-update keeps its stack lock until it is provably gone:
   const secondHold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "frozen-2");
   await workloads.create({ kind: "App", metadata: { name: "frozen-2", namespace }, spec: { image: "nginx:1.27", replicas: 1 } });
   await secondHold.held;
-  signalTree(second, "SIGSTOP");
+  signalTree(second.child.pid!, "SIGSTOP");
   await eventually(`${c} to lead once the frozen leader's lease expires`, () => leads(third), 60_000);
   await stackLocked(workloads, "frozen-2", b);
   const lockedBefore = await lockedReconciles(third);
-  signalTree(second, "SIGKILL");
+  signalTree(second.child.pid!, "SIGKILL");
   // Dead, but nothing the new leader can see says so: its pod still shows it running. The new
   // leader looks at the lock twice more after the kill, and keeps it each time.
   await eventually(`${c} to find the lock again twice after the kill`, async () => ((await lockedReconciles(third)) >= lockedBefore + 2 ? true : undefined), 60_000);

@@ -27,7 +27,7 @@ import { kubeClients } from "../../operator/kube/clients.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
 import { counterTotal, disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { httpGet } from "../helpers/http.ts";
-import { processesUnder } from "../helpers/proctree.ts";
+import { processesUnder, signalTree } from "../helpers/proctree.ts";
 import { processStat } from "../../operator/base/procfs.ts";
 import { interleavedWriters, recordWrites, replicaKubeconfig, type WriteLog } from "../helpers/write-log.ts";
 
@@ -59,7 +59,7 @@ const cluster = useCluster(async ({ cluster: local }) => {
   postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line) });
   log = await recordWrites(local, namespace);
 }, async () => {
-  for (const replica of replicas) if (replica.process.child.exitCode === null && replica.process.child.signalCode === null) signalTree(replica, "SIGCONT");
+  for (const replica of replicas) if (replica.process.child.exitCode === null && replica.process.child.signalCode === null) signalTree(replica.process.child.pid!, "SIGCONT");
   for (const replica of replicas) await disposeOperator(replica.process).catch(() => undefined);
   await log?.remove().catch(() => undefined);
   // The server's data is in the scratch folder: removed only once the server has stopped.
@@ -92,13 +92,6 @@ const owner = (object: Workload) => object.metadata.labels?.[shardOwnerLabel];
 /** The replica a member name (the owner label's value) belongs to. */
 const ownedBy = (object: Workload, replica: Replica) => owner(object)?.startsWith(`replica-${replica.letter}-`) ?? false;
 const alive = (replica: Replica) => replica.process.child.exitCode === null && replica.process.child.signalCode === null;
-
-/** The whole tree of a replica: its process group first, so that nothing new starts meanwhile, then its plugins (groups of their own). */
-function signalTree(replica: Replica, signal: "SIGSTOP" | "SIGCONT"): void {
-  const root = replica.process.child.pid!;
-  if (signal === "SIGSTOP") process.kill(-root, signal);
-  for (const pid of [root, ...processesUnder(root)]) process.kill(pid, signal);
-}
 
 async function leader(): Promise<Replica> {
   return eventually("a leader", async () => {
@@ -247,13 +240,13 @@ test("a replica frozen right before a Pulumi update, past its lease, resumes and
   const hold = log!.holdStatusWrite(frozen.user, name);
   await setReplicas(workloads, name, 4);
   await hold.held;
-  signalTree(frozen, "SIGSTOP");
+  signalTree(frozen.process.child.pid!, "SIGSTOP");
   const frozenAt = Date.now();
   hold.release();
   // Meanwhile its lease expires, the object moves, and changes again: the new owner applies it.
   await setReplicas(workloads, name, 5);
   await converged(workloads, replicas.filter((replica) => alive(replica) && replica !== frozen), wanted);
-  signalTree(frozen, "SIGCONT");
+  signalTree(frozen.process.child.pid!, "SIGCONT");
   // It finds its lease lapsed and exits.
   await eventually("the frozen replica to exit", async () => (alive(frozen) ? undefined : true), 60_000);
   const late = log!.writes.filter((write) => write.user === frozen.user && write.at >= frozenAt);
@@ -287,7 +280,7 @@ test("a replica frozen right after its ownership check, past its lease, resumes 
   await setReplicas(workloads, name, 2);
   await eventually(`replica ${victim.letter} frozen at the failpoint`, async () => stoppedInTree(victim) || undefined, 60_000);
   // The rest of its tree too (its engines of other objects), as a frozen VM stops all of it.
-  signalTree(victim, "SIGSTOP");
+  signalTree(victim.process.child.pid!, "SIGSTOP");
   const frozenAt = Date.now();
   // Meanwhile its lease lapses and its objects move; the new owner applies this one, changed.
   await setReplicas(workloads, name, 3);
@@ -306,7 +299,7 @@ test("a replica frozen right after its ownership check, past its lease, resumes 
   const applied = await workloads.ready("App", namespace, gated, 300_000);
   assert.equal(applied.status?.stack?.appliedPlan, preview.planId, "the new owner applied the victim's plan, not a fresh preview");
   const settledStatus = (await workloads.get("App", namespace, name)).status;
-  signalTree(victim, "SIGCONT");
+  signalTree(victim.process.child.pid!, "SIGCONT");
   // It resumes inside the reconcile, past the check: every write it then tries is refused before it is sent, and it exits.
   await eventually("the frozen replica to exit", async () => (alive(victim) ? undefined : true), 60_000);
   const late = [...log!.writes, ...log!.otherWrites].filter((write) => write.user === victim.user && write.at >= frozenAt);

@@ -58,6 +58,24 @@ export function processesUnder(root: number, comm?: string): number[] {
   return found;
 }
 
+/**
+ * Signals a process tree: its process group first, so that nothing new starts meanwhile, then
+ * every process below it (plugins run in groups of their own). A process that ended meanwhile
+ * (a signal is delivered when the process next runs, so a group's members may still reap or
+ * exit a child after the group's signal) needs no signal: ESRCH is not an error here.
+ */
+export function signalTree(root: number, signal: "SIGSTOP" | "SIGCONT" | "SIGKILL"): void {
+  const send = (pid: number) => {
+    try {
+      process.kill(pid, signal);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
+    }
+  };
+  if (signal !== "SIGCONT") send(-root);
+  for (const pid of [root, ...processesUnder(root)]) send(pid);
+}
+
 export class ProcessTreeSampler {
   peakRootKiB = 0;
   peakTreeKiB = 0;
