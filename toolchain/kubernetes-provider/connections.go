@@ -11,6 +11,7 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
@@ -38,8 +39,9 @@ type connections struct {
 	pulumirpc.UnimplementedResourceProviderServer
 	newProvider func(host.HostClient) (pulumirpc.ResourceProviderServer, error)
 
-	mu     sync.Mutex
-	byPeer map[string]attached
+	mu      sync.Mutex
+	byPeer  map[string]attached
+	release *time.Timer
 }
 
 func newConnections(newProvider func(host.HostClient) (pulumirpc.ResourceProviderServer, error)) *connections {
@@ -109,11 +111,32 @@ func (c *connections) HandleConn(ctx context.Context, s stats.ConnStats) {
 		a.end()
 	}
 	if ok && idle {
-		// An operation's provider parses the API server's whole OpenAPI document: a process
-		// that then waits idle for the next engine would keep that heap (well over 100 MiB)
-		// until Go's own collection and scavenger get to it, minutes later.
-		go debug.FreeOSMemory()
+		c.releaseWhenIdle()
 	}
+}
+
+// idleRelease is how long the process waits, with no engine attached, before it returns its heap.
+const idleRelease = 2 * time.Second
+
+// releaseWhenIdle returns the heap to the system once no engine has attached for idleRelease. An
+// operation's provider parses the API server's whole OpenAPI document: a process that then waits
+// for the next engine would keep that heap (over 100 MiB) until Go's own collection and
+// scavenger get to it, minutes later. Not at once: in a burst the next engine comes within
+// milliseconds, and memory handed back would be faulted in again by its provider.
+func (c *connections) releaseWhenIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.release != nil {
+		c.release.Stop()
+	}
+	c.release = time.AfterFunc(idleRelease, func() {
+		c.mu.Lock()
+		idle := len(c.byPeer) == 0
+		c.mu.Unlock()
+		if idle {
+			debug.FreeOSMemory()
+		}
+	})
 }
 
 func (c *connections) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
