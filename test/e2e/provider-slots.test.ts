@@ -122,42 +122,44 @@ test("each operation's identity reaches the provider it attaches to, also right 
   await closed(driver);
 });
 
-test("a provider killed in the middle of a create: the operation fails, the provider is replaced, the next up converges; no process or lock is left", async () => {
-  const { driver, stateDir } = await driverWith("killed", 1);
-  const app = await newApp("killed");
-  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "killed");
-  const running = driver.up(stackOf(app), programFor(app), { refresh: false });
-  const failed = assert.rejects(running);
+/**
+ * A driver of one slot whose up of App `name` is held in admission at its Deployment's create:
+ * the provider is mid-create when `disturb` gets its pid. `failed` checks how the up must fail.
+ * Once it has, the hold lets go, and the next up of the App must converge on a new provider,
+ * leaving no engine, provider or lock.
+ */
+async function disturbedMidCreate(name: string, options: { operationTimeoutMs?: number }, failed: (error: unknown) => boolean, disturb: (provider: number, release: () => Promise<void>) => Promise<void>): Promise<void> {
+  const { driver, stateDir } = await driverWith(name, 1, options);
+  const app = await newApp(name);
+  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, name);
+  let released: Promise<void> | undefined;
+  const release = () => (released ??= hold.release());
+  const running = assert.rejects(driver.up(stackOf(app), programFor(app), { refresh: false }), failed);
   await hold.held;
   const [provider] = driver.providerPids;
-  process.kill(provider!, "SIGKILL");
-  await failed;
-  await hold.release();
+  await disturb(provider!, release);
+  await running;
+  await release();
+  await eventually("the disturbed provider to be killed", async () => (processStat(provider!) === undefined ? true : undefined));
   assert.ok(!driver.providerPids.includes(provider!));
   await driver.up(stackOf(app), programFor(app), { refresh: false });
-  assert.equal(await deploymentImage("killed"), "nginx:1.27");
+  assert.equal(await deploymentImage(name), "nginx:1.27");
   assert.deepEqual(lockFiles(stateDir), []);
   assert.deepEqual(processesUnder(process.pid, "pulumi"), [], "no engine is left");
   await closed(driver);
+}
+
+test("a provider killed in the middle of a create: the operation fails, the provider is replaced, the next up converges; no process or lock is left", async () => {
+  await disturbedMidCreate("killed", {}, () => true, async (provider) => {
+    process.kill(provider, "SIGKILL");
+  });
 });
 
 test("a provider frozen in the middle of a create: the operation times out at its deadline, the frozen process is killed, the next up converges; no process or lock is left", async () => {
-  const { driver, stateDir } = await driverWith("frozen", 1, { operationTimeoutMs: 5_000 });
-  const app = await newApp("frozen");
-  const hold = await holdWrites(cluster().cluster, "deployments", "CREATE", namespace, "frozen");
-  const running = driver.up(stackOf(app), programFor(app), { refresh: false });
-  const timedOut = assert.rejects(running, (error: unknown) => error instanceof OperationTimedOut);
-  await hold.held;
-  const [provider] = driver.providerPids;
-  process.kill(provider!, "SIGSTOP");
-  await hold.release(); // the API server answers now; the provider cannot hear it
-  await timedOut;
-  await eventually("the frozen provider to be killed", async () => (processStat(provider!) === undefined ? true : undefined));
-  await driver.up(stackOf(app), programFor(app), { refresh: false });
-  assert.equal(await deploymentImage("frozen"), "nginx:1.27");
-  assert.deepEqual(lockFiles(stateDir), []);
-  assert.deepEqual(processesUnder(process.pid, "pulumi"), [], "no engine is left");
-  await closed(driver);
+  await disturbedMidCreate("frozen", { operationTimeoutMs: 5_000 }, (error) => error instanceof OperationTimedOut, async (provider, release) => {
+    process.kill(provider, "SIGSTOP");
+    await release(); // the API server answers now; the provider cannot hear it
+  });
 });
 
 test("a provider idle past its time ends, and the next operation starts another", async () => {
