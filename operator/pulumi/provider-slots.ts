@@ -32,6 +32,16 @@ export interface ProviderSlotSettings {
  */
 const defaultIdleMs = 30_000;
 
+/**
+ * The operator's environment less what only the operator and its engines need: the provider
+ * talks to the API server alone, and a process's environment is readable as long as it lives.
+ */
+const secretNames = ["APPSTACK_PASSPHRASE", "APPSTACK_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_BACKEND_URL", "PULUMI_ACCESS_TOKEN"];
+
+function withoutSecrets(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !secretNames.includes(name)));
+}
+
 /** One provider process: its port, and a line to set the environment of the engine it serves next. */
 class SlotProvider {
   readonly port: number;
@@ -47,7 +57,7 @@ class SlotProvider {
   }
 
   static async start(settings: ProviderSlotSettings, log: Logger): Promise<SlotProvider> {
-    const child = spawn(settings.binary, [], { env: { ...process.env, ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(settings.binary, [], { env: { ...withoutSecrets(process.env), ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     // What the provider logs (client-go, klog) went to the engine's output before; it is debug here.
     createInterface({ input: child.stderr }).on("line", (line) => log.debug("kubernetes provider", { pid: child.pid, line }));
     child.on("error", (error) => log.warn("kubernetes provider process failed", { error: error.message }));

@@ -80,7 +80,9 @@ async function closed(driver: StackDriver): Promise<void> {
   await eventually("no provider process left", async () => (processesUnder(process.pid, "pulumi-resource").length === 0 ? true : undefined));
 }
 
-test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's", async () => {
+test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's, none with the operator's secrets", async () => {
+  // As the operator has it: the providers it starts must not (they talk to the API server alone).
+  process.env["APPSTACK_PASSPHRASE"] = "not-for-the-provider";
   const { driver } = await driverWith("attach", 2);
   const apps = await Promise.all(["slot-1", "slot-2", "slot-3", "slot-4"].map(newApp));
   const seen = new Map<number, number>();
@@ -96,6 +98,8 @@ test("engines attach to the providers kept alive: six operations, two at a time,
   assert.ok(seen.size >= 1 && seen.size <= 2, `provider processes seen: ${[...seen.keys()].join(", ")}`);
   for (const [pid, parent] of seen) assert.equal(parent, process.pid, `provider ${pid} is a child of ${parent}, not of the operator: an engine started it`);
   assert.deepEqual(driver.providerPids.sort(), [...seen.keys()].sort(), "the same processes are still there, idle");
+  for (const pid of driver.providerPids) assert.ok(!readFileSync(`/proc/${pid}/environ`, "utf8").includes("not-for-the-provider"), `provider ${pid} has the passphrase in its environment`);
+  delete process.env["APPSTACK_PASSPHRASE"];
   assert.equal(await deploymentImage("slot-1"), "nginx:1.28");
   for (const name of ["slot-2", "slot-3", "slot-4"]) assert.equal(await deploymentImage(name), "nginx:1.27");
   await closed(driver);
