@@ -10,6 +10,7 @@
 // trusted again: it is killed and the next operation starts a new one.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface } from "node:readline";
+import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 
 /** How long a provider process may take to start, or to take an operation's environment. */
@@ -47,13 +48,11 @@ class SlotProvider {
   readonly port: number;
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly answers: AsyncIterator<string>;
-  private exited = false;
 
   private constructor(child: ChildProcessWithoutNullStreams, answers: AsyncIterator<string>, port: number) {
     this.child = child;
     this.answers = answers;
     this.port = port;
-    child.once("exit", () => (this.exited = true));
   }
 
   static async start(settings: ProviderSlotSettings, log: Logger): Promise<SlotProvider> {
@@ -74,7 +73,7 @@ class SlotProvider {
   }
 
   get alive(): boolean {
-    return !this.exited && this.child.exitCode === null && this.child.signalCode === null;
+    return this.child.exitCode === null && this.child.signalCode === null;
   }
 
   get pid(): number | undefined {
@@ -97,20 +96,13 @@ class SlotProvider {
 
 /** The next line the provider prints, within answerTimeoutMs; the process is killed if none comes. */
 async function answer(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, what: string): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the kubernetes provider (pid ${child.pid}) did not answer with ${what} within ${answerTimeoutMs / 1000} s; it was killed`));
-    }, answerTimeoutMs);
-  });
-  try {
-    const next = await Promise.race([lines.next(), expired]);
-    if (next.done) throw new Error(`the kubernetes provider (pid ${child.pid}) exited before answering with ${what} (exit ${child.exitCode ?? child.signalCode})`);
-    return next.value;
-  } finally {
-    clearTimeout(timer);
+  const next = await withinDeadline(lines.next(), answerTimeoutMs);
+  if (next === timedOut) {
+    child.kill("SIGKILL");
+    throw new Error(`the kubernetes provider (pid ${child.pid}) did not answer with ${what} within ${answerTimeoutMs / 1000} s; it was killed`);
   }
+  if (next.done) throw new Error(`the kubernetes provider (pid ${child.pid}) exited before answering with ${what} (exit ${child.exitCode ?? child.signalCode})`);
+  return next.value;
 }
 
 export class ProviderSlots {
