@@ -26,10 +26,11 @@ import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { lockFiles, Workloads } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
+import { auditedRequests } from "../../toolchain/cluster/audit.ts";
 
 const stateRoot = mkdtempSync(join(tmpdir(), "appstack-provider-slots-"));
 after(() => rmSync(stateRoot, { recursive: true, force: true }));
-const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.kubeconfig)));
+const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.kubeconfig)), undefined, { audit: true });
 const namespace = "default";
 const log = createLogger({ level: "error", format: "json", write: () => undefined });
 
@@ -164,6 +165,34 @@ test("a provider frozen in the middle of a create: the operation times out at it
     process.kill(provider, "SIGSTOP");
     await release(); // the API server answers now; the provider cannot hear it
   });
+});
+
+/** What the engines' providers (the cluster's admin, as the drivers here) asked of the API server while `run` ran, from its audit log. */
+async function providerRequestsDuring(run: () => Promise<unknown>): Promise<{ eventLists: number; openApiFetches: number }> {
+  const dir = cluster().cluster.dir;
+  const before = auditedRequests(dir).length;
+  await run();
+  const requests = auditedRequests(dir).slice(before).filter((request) => request.user.username === "appstack-admin");
+  return {
+    eventLists: requests.filter((request) => request.objectRef?.resource === "events" && (request.verb === "list" || request.verb === "watch")).length,
+    openApiFetches: requests.filter((request) => request.requestURI.startsWith("/openapi/")).length,
+  };
+}
+
+test("a kept provider lists no Events, and its operations in a burst share one parse of the OpenAPI document; a plugin an engine starts does both each time", async () => {
+  const [plain, first, second, third] = await Promise.all(["burst-0", "burst-1", "burst-2", "burst-3"].map(newApp));
+  // What the count sees without the kept providers: the check that the test can fail.
+  const { driver: unkept } = await driverWith("burst-unkept", 0);
+  const withoutSlots = await providerRequestsDuring(() => unkept.up(stackOf(plain!), programFor(plain!), { refresh: false }));
+  assert.ok(withoutSlots.eventLists >= 1 && withoutSlots.openApiFetches >= 1, `a plugin's own operation: ${JSON.stringify(withoutSlots)}`);
+  unkept.close();
+  const { driver } = await driverWith("burst", 1);
+  const withSlots = await providerRequestsDuring(async () => {
+    for (const app of [first!, second!, third!]) await driver.up(stackOf(app), programFor(app), { refresh: false });
+  });
+  assert.deepEqual(withSlots, { eventLists: 0, openApiFetches: 1 });
+  for (const name of ["burst-1", "burst-2", "burst-3"]) assert.equal(await deploymentImage(name), "nginx:1.27");
+  await closed(driver);
 });
 
 test("a provider idle past its time ends, and the next operation starts another", async () => {

@@ -1,7 +1,7 @@
 // Test clusters are started and stopped through the same code as `appstack cluster up|down`.
 import { after, before } from "node:test";
 import { AppsV1Api, CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
-import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
+import { startCluster, type ClusterOptions, type LocalCluster } from "../../toolchain/cluster/cluster.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 
 export interface TestCluster {
@@ -14,7 +14,7 @@ export interface TestCluster {
  * Starts a fresh cluster before the file's tests (then runs `setup`, in the same hook: separate
  * root hooks are not ordered on Node 20) and stops it after them, whatever happened.
  */
-export function useCluster(setup?: (cluster: TestCluster) => Promise<void>, teardown?: () => Promise<void>, options: { readonly nodes?: number } = {}): () => TestCluster {
+export function useCluster(setup?: (cluster: TestCluster) => Promise<void>, teardown?: () => Promise<void>, options: Pick<ClusterOptions, "nodes" | "audit"> = {}): () => TestCluster {
   let current: TestCluster | undefined;
   before(async () => {
     const cluster = await startCluster({ exitOnSignal: true, log: (line) => console.error(line), ...options });

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { buildTool } from "../build.ts";
 import { toolBinary, toolPath, type Tool, type ToolName } from "../tools.ts";
+import { auditArgs } from "./audit.ts";
 import { kubeconfigYaml } from "./kubeconfig.ts";
 import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, waitForServiceAccount } from "./readiness.ts";
 import { createClusterPki, type ClusterPki } from "./pki.ts";
@@ -55,6 +56,8 @@ export interface ClusterOptions {
   readonly controlPlane?: readonly Tool[];
   /** A PostgreSQL server beside etcd (postgres.ts), for Pulumi's `postgres://` backend; stopped with the cluster. */
   readonly postgres?: boolean;
+  /** kube-apiserver's audit log of every request (audit.ts): what a client asked of the API server, for tests to read. */
+  readonly audit?: boolean;
   /** Keep running after this process exits (the `cluster up` command). */
   readonly detached?: boolean;
   /** On SIGINT or SIGTERM, kill the cluster and exit (tests, benchmarks: nothing else to drain). */
@@ -98,7 +101,7 @@ function writePki(dir: string, pki: ClusterPki): void {
   for (const [file, pem] of Object.entries(files)) writeFileSync(join(dir, "pki", file), pem, { mode: 0o600 });
 }
 
-function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: number; apiserver: number }, apiserverAddress: string) {
+function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: number; apiserver: number }, apiserverAddress: string, audit?: boolean) {
   const pki = (file: string) => join(dir, "pki", file);
   const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
   const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
@@ -122,6 +125,7 @@ function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: numbe
       // This admission plugin taints new nodes not-ready until the node lifecycle controller
       // clears the taint; that controller is off here (see the controller-manager's flags).
       "--disable-admission-plugins=TaintNodesByCondition",
+      ...(audit ? auditArgs(dir) : []),
     ],
     controllerManager: [
       `--kubeconfig=${join(dir, "controller-manager.kubeconfig")}`, "--secure-port=0", "--leader-elect=false",
@@ -247,7 +251,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
   const state: ClusterState = {
     name, dir, server, kubeconfig: join(dir, "kubeconfig"), ownerPid: detached ? null : process.pid, components: [], ...(realNode ? { realNode } : {}),
   };
-  const args = componentArgs(dir, { etcdClient, etcdPeer, apiserver }, apiserverAddress);
+  const args = componentArgs(dir, { etcdClient, etcdPeer, apiserver }, apiserverAddress, options.audit);
   const launchBinary = (component: string, binary: string, toolArgs: string[]): ComponentProcess => {
     const proc = startComponent(component, binary, toolArgs, join(dir, "logs", `${component}.log`), { detached });
     state.components.push(proc);

@@ -39,13 +39,15 @@ type connections struct {
 	pulumirpc.UnimplementedResourceProviderServer
 	newProvider func(host.HostClient) (pulumirpc.ResourceProviderServer, error)
 
+	schemas *schemaCache
+
 	mu      sync.Mutex
 	byPeer  map[string]attached
 	release *time.Timer
 }
 
 func newConnections(newProvider func(host.HostClient) (pulumirpc.ResourceProviderServer, error)) *connections {
-	return &connections{newProvider: newProvider, byPeer: map[string]attached{}}
+	return &connections{newProvider: newProvider, schemas: newSchemaCache(), byPeer: map[string]attached{}}
 }
 
 type peerKey struct{}
@@ -134,6 +136,7 @@ func (c *connections) releaseWhenIdle() {
 		idle := len(c.byPeer) == 0
 		c.mu.Unlock()
 		if idle {
+			c.schemas.clear()
 			debug.FreeOSMemory()
 		}
 	})
@@ -165,9 +168,6 @@ func (c *connections) CheckConfig(ctx context.Context, req *pulumirpc.CheckReque
 func (c *connections) DiffConfig(ctx context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
 	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.DiffConfig)
 }
-func (c *connections) Configure(ctx context.Context, req *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Configure)
-}
 func (c *connections) Invoke(ctx context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
 	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Invoke)
 }
@@ -180,17 +180,8 @@ func (c *connections) Check(ctx context.Context, req *pulumirpc.CheckRequest) (*
 func (c *connections) Diff(ctx context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
 	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Diff)
 }
-func (c *connections) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Create)
-}
 func (c *connections) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
 	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Read)
-}
-func (c *connections) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Update)
-}
-func (c *connections) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Delete)
 }
 func (c *connections) Construct(ctx context.Context, req *pulumirpc.ConstructRequest) (*pulumirpc.ConstructResponse, error) {
 	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Construct)

@@ -1,9 +1,10 @@
-// appstack's one addition to the pinned provider package, compiled into it with `go build
-// -overlay` (toolchain/build.ts, Dockerfile) and never committed as upstream source: the
-// package's own constructor under an exported name. The attachable provider (../attach.go)
-// makes a new provider for every engine that attaches, so that nothing one stack's engine
-// configured (Configure's flags are set, never reset) or cancelled (Cancel ends a provider's
-// context for good) reaches the next; upstream exports no constructor, only Serve.
+// appstack's additions to the pinned provider package, compiled into a build-time copy of the
+// module (toolchain/build.ts prepareKubernetesProvider; the Dockerfile does the same) and never
+// committed as upstream source. This one: the package's own constructor under an exported name.
+// A kept slot provider (../connections.go) makes a new provider for every engine that attaches,
+// so that nothing one stack's engine configured (Configure's flags are set, never reset) or
+// cancelled (Cancel ends a provider's context for good) reaches the next; upstream exports no
+// constructor, only Serve.
 package provider
 
 import "github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/host"
