@@ -1,7 +1,8 @@
-// The Pulumi SDK's function serializer loads TypeScript and Arborist on first use, not on import,
-// in a process started the way appstack's entry points start. Each case runs in a fresh Node.js
-// process: a module, once loaded, stays loaded. Fails loudly when an SDK upgrade changes the lines
-// operator/pulumi/sdk-footprint.ts rewrites, or makes the rewrite unnecessary.
+// The Pulumi SDK as appstack's entry points load it (operator/pulumi/sdk-footprint.ts): its
+// function serializer loads TypeScript and Arborist on first use, not on import; its promises
+// carry no stack trace and its debug messages do not go to the engine, unless asked for. Each case
+// runs in a fresh Node.js process: a module, once loaded, stays loaded. Fails loudly when an SDK
+// upgrade changes the lines the preload rewrites, or makes a rewrite unnecessary.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +12,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { deferrals } from "../../operator/pulumi/sdk-footprint.ts";
+import { sdkRewrites } from "../../operator/pulumi/sdk-footprint.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-sdk-footprint-"));
@@ -48,9 +49,9 @@ async function probe(preload: boolean): Promise<Probe> {
 test("each rewritten line is in the installed SDK, once", () => {
   const require = createRequire(join(repoRoot, "package.json"));
   const sdk = join(require.resolve("@pulumi/pulumi"), "..");
-  for (const deferral of deferrals) {
-    const source = readFileSync(join(sdk, deferral.file.replace("/node_modules/@pulumi/pulumi/", "")), "utf8");
-    assert.equal(source.split(deferral.eager).length - 1, 1, `${deferral.file} no longer has: ${deferral.eager}`);
+  for (const rewrite of sdkRewrites) {
+    const source = readFileSync(join(sdk, rewrite.file.replace("/node_modules/@pulumi/pulumi/", "")), "utf8");
+    assert.equal(source.split(rewrite.published).length - 1, 1, `${rewrite.file} no longer has: ${rewrite.published}`);
   }
 });
 
@@ -65,4 +66,48 @@ test("with the preload, they load on first use, and the serializer works as befo
   assert.match(deferred.serialized, /6 \* 7/);
   assert.deepEqual(deferred.afterSerialize, ["typescript"]);
   assert.deepEqual(deferred.afterCodePaths.sort(), ["@npmcli/arborist", "typescript"]);
+});
+
+interface HotPath {
+  readonly stackTrace: string | null;
+  readonly sentToEngine: number[];
+}
+
+/**
+ * Makes one of the SDK's promises and logs a debug and an info message through an engine client
+ * whose `log` only records the severity (no connection is made), after the preload when `preload`.
+ */
+async function hotPath(preload: boolean, env: Record<string, string> = {}): Promise<HotPath> {
+  const script = join(dir, `hot-path-${preload}.mjs`);
+  writeFileSync(script, `
+    import { createRequire } from "node:module";
+    ${preload ? `await import(${JSON.stringify(pathToFileURL(join(repoRoot, "operator", "cmd", "preload.ts")).href)});` : ""}
+    const require = createRequire(${JSON.stringify(join(repoRoot, "package.json"))});
+    const sentToEngine = [];
+    require("@pulumi/pulumi/proto/engine_grpc_pb.js").EngineClient.prototype.log = (request, done) => { sentToEngine.push(request.getSeverity()); done(); };
+    const { debuggablePromise } = require("@pulumi/pulumi/runtime/debuggable.js");
+    const log = require("@pulumi/pulumi/log/index.js");
+    const promise = Promise.resolve(1);
+    await debuggablePromise(promise, "probe");
+    await log.debug("a debug message");
+    await log.info("an info message");
+    console.log(JSON.stringify({ stackTrace: promise._debugStackTrace ?? null, sentToEngine }));
+  `);
+  const { stdout } = await promisify(execFile)(process.execPath, [script], { cwd: dir, encoding: "utf8", env: { ...process.env, PULUMI_NODEJS_ENGINE: "127.0.0.1:1", ...env } });
+  return JSON.parse(stdout) as HotPath;
+}
+
+const [debug, info] = [0, 1]; // pulumirpc.LogSeverity
+
+test("without the preload, each SDK promise carries a stack trace and debug messages go to the engine (what the rewrites save)", async () => {
+  const plain = await hotPath(false);
+  assert.match(plain.stackTrace ?? "", /^Error\n\s+at /);
+  assert.deepEqual(plain.sentToEngine, [debug, info]);
+});
+
+test("with the preload, no stack trace and no debug message to the engine; other messages go as before, and PULUMI_DEBUG_PROMISE_LEAKS still gets its traces", async () => {
+  const trimmed = await hotPath(true);
+  assert.equal(trimmed.stackTrace, null);
+  assert.deepEqual(trimmed.sentToEngine, [info]);
+  assert.match((await hotPath(true, { PULUMI_DEBUG_PROMISE_LEAKS: "true" })).stackTrace ?? "", /^Error\n\s+at /);
 });
