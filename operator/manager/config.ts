@@ -68,13 +68,14 @@ export interface OperatorConfig {
 type Env = Record<string, string | undefined>;
 
 /**
- * Objects reconciled at once unless configured: one per core, at least two. Each runs a Pulumi
- * engine that keeps a core busy; the benchmark's concurrency sweep on 2 cores found 2, 3 and 4 at
- * once equally fast and 1 a third slower, and every engine more costs its memory (about 250 MiB
- * with its provider) for nothing.
+ * Objects reconciled at once unless configured: one more than the cores. An operation's engine
+ * no longer keeps a core busy all the time it runs (with the provider kept per slot and the SDK's
+ * hot path trimmed, about 60% of it: the rest is waiting on the API server and the engine's round
+ * trips), so one per core left the cores a third idle: on 2 cores 100 new Apps took 32.0 s at 2
+ * and 24.6 s at 3, with the tree's peak PSS 498 and 584 MiB (docs/measurements.md).
  */
 export function defaultConcurrency(): number {
-  return Math.max(2, availableParallelism());
+  return availableParallelism() + 1;
 }
 
 /** The engine's own folders inside the state folder: its home (plugins, logs) and the stacks' workspace. */

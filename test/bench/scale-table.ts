@@ -16,6 +16,8 @@ export interface ScaleFigures {
   readonly concurrency: number;
   readonly baseline: Round;
   readonly created: Round;
+  /** A smaller round of new Apps on the same replicas just before `created`, if one ran. */
+  readonly reference?: Round | undefined;
   /** appstack's tree during the round of new Apps, at its peak. */
   readonly peak: { readonly rootKiB: number; readonly treeKiB: number; readonly treePssKiB: number };
   /** The operator's RSS and its tree's PSS once ready with no object, and in the quiet minute with all of them. */
@@ -53,6 +55,13 @@ function storageRows(f: ScaleFigures): string[] {
   return [stateRow, `| the PostgreSQL backend: rows of \`pulumi_state\` (checkpoints, backups, history, locks) / the table's size with indexes and TOAST | ${table.rows} rows, ${(table.bytes / 2 ** 20).toFixed(1)} MiB | ${(table.rows / n).toFixed(1)} rows, ${kib(table.bytes / n)} per object |`];
 }
 
+/** The CPU of one new App in the large round against the reference round. */
+function growthLine(reference: Round, created: Round): string {
+  const [small, large] = [totalCpu(reference.cpu) / reference.n, totalCpu(created.cpu) / created.n];
+  const change = (large / small - 1) * 100;
+  return `CPU per new App: ${large.toFixed(3)} s at ${created.n} against ${small.toFixed(3)} s at ${reference.n} (${change >= 0 ? "+" : ""}${change.toFixed(0)}%).`;
+}
+
 export function scaleTable(f: ScaleFigures): string {
   const { n, baseline, created } = f;
   const s = (x: number) => `${x.toFixed(1)} s`;
@@ -73,9 +82,11 @@ export function scaleTable(f: ScaleFigures): string {
     `| appstack's Pulumi operations and failed reconciles (its metrics) | ${created.operations ?? "-"} | - | - |`,
     "",
     cpuTable([
+      ...(f.reference ? [{ title: `appstack: ${f.reference.n} new Apps, just before`, split: f.reference.cpu, n: f.reference.n, seconds: f.reference.totalSeconds }] : []),
       { title: `appstack: ${n} new Apps`, split: created.cpu, n, seconds: created.totalSeconds },
       { title: "baseline: the same", split: baseline.cpu, n, seconds: baseline.totalSeconds },
     ], cpus().length),
+    ...(f.reference ? ["", growthLine(f.reference, created)] : []),
     "",
     `| appstack with ${n} Apps in place | figure | per 1,000 objects |`,
     "|---|---|---|",

@@ -27,6 +27,8 @@ import { folderSize, postgresBackendSize, stackLsSeconds, type FolderSize } from
 
 const n = Number(process.env["BENCH_SCALE_APPS"] ?? "1000");
 const replicaCount = Number(process.env["BENCH_SCALE_REPLICAS"] ?? "1");
+/** A round of this many new Apps first, on the same replicas: the cost of one operation at both sizes, side by side (0: none). */
+const referenceN = Number(process.env["BENCH_SCALE_REFERENCE_APPS"] ?? "100");
 /** Replicas share one PostgreSQL backend; one replica keeps its file backend unless BENCH_SCALE_BACKEND=postgres. */
 const onPostgres = replicaCount > 1 || process.env["BENCH_SCALE_BACKEND"] === "postgres";
 
@@ -76,13 +78,17 @@ async function main(): Promise<void> {
     console.error(`baseline: ${n} Apps Ready in ${baseline.totalSeconds.toFixed(1)} s`);
 
     const namespace = `scale-appstack-${n}`;
+    const referenceNamespace = `scale-appstack-reference-${referenceN}`;
     // The default resync period (10 minutes): the quiet minute is the operator left alone.
-    const replicaEnv = { ...env, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_NAMESPACES: namespace };
+    const replicaEnv = { ...env, APPSTACK_PASSPHRASE: "bench", APPSTACK_CONCURRENCY: concurrency, APPSTACK_LOG_LEVEL: "warn", APPSTACK_NAMESPACES: referenceN ? `${referenceNamespace},${namespace}` : namespace };
     replicas = new Replicas({ count: replicaCount, env: replicaEnv, stateRoot, backendUrl: onPostgres ? cluster.postgresUrl : undefined, ports: await freeLoopbackPorts(replicaCount) });
     await replicas.untilReady();
     await sleep(1_000); // a PSS sample of the ready operator with no object (one in ten samples reads it)
     const { group } = replicas;
     const ready = replicas.readings();
+    // Before the large round, in a namespace of its own: the operator and its backend at this small size.
+    const reference = referenceN ? await applyAndWait(clients, referenceNamespace, referenceN, { sampler: group, meter: new CpuMeter(group, components) }, replicas.ports) : undefined;
+    if (reference) console.error(`appstack: ${referenceN} Apps Ready in ${reference.totalSeconds.toFixed(1)} s (the reference round)`);
     const roundRequests = await requests();
     const roundKinds = await countRequestsByKind(cluster.kubeconfig);
     const created = await applyAndWait(clients, namespace, n, { sampler: group, meter: new CpuMeter(group, components) }, replicas.ports);
@@ -131,7 +137,7 @@ async function main(): Promise<void> {
     console.error(`appstack: restart, every object reconciled in ${restartSeconds.toFixed(1)} s`);
 
     const figures: ScaleFigures = {
-      n, replicas: figuresOf, nodes, concurrency: Number(concurrency), baseline, created, peak,
+      n, replicas: figuresOf, nodes, concurrency: Number(concurrency), baseline, created, reference, peak,
       startRssKiB: sumOf(ready, (r) => r.rssKiB), startPssKiB: sumOf(ready, (r) => r.pssKiB), idleRssKiB: sumOf(quietReadings, (r) => r.rssKiB), idlePssKiB: sumOf(quietReadings, (r) => r.pssKiB),
       quiet: { split: quiet, pulumiProcesses: quietPulumi, reconciles: quietReconciles, seconds: idleSeconds },
       restart: { split: restart, seconds: restartSeconds, pulumiProcesses: restartPulumi, reconciles: counterTotal(restartMetrics, "appstack_reconcile_total"), operations: counterTotal(restartMetrics, "appstack_pulumi_operations_total"), ready: readyAfterRestart },
