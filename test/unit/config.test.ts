@@ -16,7 +16,7 @@ test("defaults suit one local operator; flags win over the environment", () => {
   const config = loadConfig({}, { APPSTACK_STATE_DIR: stateDir });
   assert.equal(config.namespaces, "all");
   // One per core, at least two: 2 on this project's 2-core machines.
-  assert.equal(config.concurrency, Math.max(2, availableParallelism()));
+  assert.equal(config.concurrency, availableParallelism() + 1);
   assert.equal(config.backendUrl, `file://${stateDir}/backend`);
   assert.equal(config.healthPort, 8081);
   assert.equal(config.leaderElection?.name, "appstack-operator");
