@@ -3,13 +3,13 @@
 // without its logs folder.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { pulumiCommand, turnOffAutomaticLogs } from "../../operator/pulumi/engine.ts";
+import { pulumiCommand, turnOffAutomaticLogs, withoutLegacyScan } from "../../operator/pulumi/engine.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { engineBinaries, toolPath } from "../../toolchain/tools.ts";
 
@@ -18,7 +18,11 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const io = new StateIo(60_000);
 
 async function pulumi(home: string, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
-  const env = { ...process.env, PULUMI_HOME: home, PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_CONFIG_PASSPHRASE: "home-test" };
+  return pulumiWith({}, home, ...args);
+}
+
+async function pulumiWith(extraEnv: Record<string, string>, home: string, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const env = { ...process.env, PULUMI_HOME: home, PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_CONFIG_PASSPHRASE: "home-test", ...extraEnv };
   return promisify(execFile)(toolPath("pulumi"), [...args, "--non-interactive"], { cwd: join(dir, "project"), encoding: "utf8", env });
 }
 
@@ -61,4 +65,20 @@ test("the CLI's version check writes into the engines' home, not into this proce
   assert.equal(existsSync(own), false, "the check wrote into this process's own Pulumi home");
   assert.equal(process.env["PULUMI_HOME"], own, "this process's environment is left as it was");
   assert.deepEqual(logFiles(engines), []);
+});
+
+test("with the engines' environment, the CLI no longer lists the whole stacks folder at its start for stack files of the old layout", async () => {
+  const home = join(dir, "scan-home");
+  await turnOffAutomaticLogs(home, io);
+  // The project's backend (project-scoped, as appstack's) with one stack file of the old, unscoped layout beside.
+  const stacks = join(dir, "project", "state", ".pulumi", "stacks");
+  await pulumi(home, "stack", "init", "scanned", "--secrets-provider", "passphrase");
+  copyFileSync(join(stacks, "home", "scanned.json"), join(stacks, "unscoped.json"));
+  try {
+    // The scan's one visible effect is its warning: seen without the setting, gone with it.
+    assert.match((await pulumi(home, "stack", "ls")).stderr, /Found legacy stack files/);
+    assert.doesNotMatch((await pulumiWith(withoutLegacyScan, home, "stack", "ls")).stderr, /legacy/);
+  } finally {
+    rmSync(join(stacks, "unscoped.json"));
+  }
 });
