@@ -34,11 +34,10 @@ type schemaEntry struct {
 type schemaCache struct {
 	mu      sync.Mutex
 	entries map[string]schemaEntry
-	now     func() time.Time
 }
 
 func newSchemaCache() *schemaCache {
-	return &schemaCache{entries: map[string]schemaEntry{}, now: time.Now}
+	return &schemaCache{entries: map[string]schemaEntry{}}
 }
 
 // get is the data parsed for `key` within schemaLifetime, or nil.
@@ -49,7 +48,7 @@ func (s *schemaCache) get(key string) k8sopenapi.Resources {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	entry, ok := s.entries[key]
-	if !ok || s.now().Sub(entry.parsed) >= schemaLifetime {
+	if !ok || time.Since(entry.parsed) >= schemaLifetime {
 		delete(s.entries, key)
 		return nil
 	}
@@ -62,7 +61,7 @@ func (s *schemaCache) put(key string, resources k8sopenapi.Resources) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries[key] = schemaEntry{resources: resources, parsed: s.now()}
+	s.entries[key] = schemaEntry{resources: resources, parsed: time.Now()}
 }
 
 func (s *schemaCache) clear() {
