@@ -26,7 +26,7 @@ import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { lockFiles, Workloads } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
-import { auditedRequests } from "../../toolchain/cluster/audit.ts";
+import { auditedRequests, type AuditedRequest } from "../../toolchain/cluster/audit.ts";
 
 const stateRoot = mkdtempSync(join(tmpdir(), "appstack-provider-slots-"));
 after(() => rmSync(stateRoot, { recursive: true, force: true }));
@@ -170,9 +170,16 @@ test("a provider frozen in the middle of a create: the operation times out at it
 /** What the engines' providers (the cluster's admin, as the drivers here) asked of the API server while `run` ran, from its audit log. */
 async function providerRequestsDuring(run: () => Promise<unknown>): Promise<{ eventLists: number; openApiFetches: number }> {
   const dir = cluster().cluster.dir;
-  const before = auditedRequests(dir).length;
+  // By when each request was received, not by where its line is: a watch is logged when it ends,
+  // and the previous operation's plugin may end its watch after that operation has returned.
+  const started = Date.now();
   await run();
-  const requests = auditedRequests(dir).slice(before).filter((request) => request.user.username === "appstack-admin");
+  const ended = Date.now();
+  const during = (request: AuditedRequest) => {
+    const received = Date.parse(request.requestReceivedTimestamp);
+    return received >= started && received <= ended;
+  };
+  const requests = auditedRequests(dir).filter((request) => request.user.username === "appstack-admin" && during(request));
   return {
     eventLists: requests.filter((request) => request.objectRef?.resource === "events" && (request.verb === "list" || request.verb === "watch")).length,
     openApiFetches: requests.filter((request) => request.requestURI.startsWith("/openapi/")).length,

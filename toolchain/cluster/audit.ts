@@ -27,6 +27,8 @@ export interface AuditedRequest {
   readonly requestURI: string;
   readonly user: { readonly username: string };
   readonly objectRef?: { readonly resource?: string; readonly namespace?: string };
+  /** When the API server received it (RFC 3339, microseconds). A long request (a watch) is logged when it ends. */
+  readonly requestReceivedTimestamp: string;
 }
 
 /** The requests in the audit log of the cluster in `dir` so far; a line being written is left for the next read. */
