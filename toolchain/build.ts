@@ -22,20 +22,38 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
 }
 
 /**
+ * Where a build compiles a changed copy of its pinned module: a go.mod of the build's own that
+ * replaces the module with `copy` (the module's own go.sum serves). Go's `-overlay` would change
+ * files in place, but refuses files in the module cache. Returns the `go build` arguments.
+ */
+function buildWithCopy(tool: Tool, scratch: string, copy: string): string[] {
+  const moduleDir = join(toolchainDir, tool.moduleDir);
+  // The module's own `replace ./...` lines name folders of ours: relative to the go.mod, not to this one.
+  const goMod = readFileSync(join(moduleDir, "go.mod"), "utf8").replace(/=>\s*\.\//g, `=> ${moduleDir}/`);
+  const modfile = join(scratch, "build.mod");
+  writeFileSync(modfile, `${goMod}\nreplace ${tool.pinnedModule ?? ""} => ${copy}\n`);
+  cpSync(join(moduleDir, "go.sum"), join(scratch, "build.sum"));
+  return ["-modfile", modfile];
+}
+
+/** The pinned module's folder in the module cache, downloaded if it is not there yet. */
+function pinnedModuleDir(tool: Tool): string {
+  const moduleDir = join(toolchainDir, tool.moduleDir);
+  const pinned = tool.pinnedModule ?? "";
+  go(["mod", "download", `${pinned}@${pinnedVersion(tool)}`], moduleDir);
+  return go(["list", "-m", "-f", "{{.Dir}}", pinned], moduleDir).trim();
+}
+
+/**
  * Upstream's provider main package embeds schema files that its build generates and git-ignores;
  * ours embeds the same files, made here from the pinned module exactly as upstream's generate.go
  * makes them (the schema stamped with the plugin version). Our main also needs the provider
  * package's constructor, which upstream does not export: the build compiles a copy of the pinned
- * module with our one file added to that package (`_overlay/`, see there why), through a go.mod of
- * the build's own that replaces the module with the copy. Go's `-overlay` would add the file in
- * place, but refuses files in the module cache. Returns the `go build` arguments and a cleanup.
+ * module with our one file added to that package (`_overlay/`, see there why).
  */
 function prepareKubernetesProvider(tool: Tool, scratch: string): string[] {
   const moduleDir = join(toolchainDir, tool.moduleDir);
-  const version = pinnedVersion(tool);
-  const pinned = tool.pinnedModule ?? "";
-  go(["mod", "download", `${pinned}@${version}`], moduleDir);
-  const upstream = go(["list", "-m", "-f", "{{.Dir}}", pinned], moduleDir).trim();
+  const upstream = pinnedModuleDir(tool);
   const source = join(upstream, "cmd/pulumi-resource-kubernetes");
   const schema = JSON.parse(readFileSync(join(source, "schema.json"), "utf8")) as Record<string, unknown>;
   schema["version"] = kubernetesProviderVersion();
@@ -45,14 +63,23 @@ function prepareKubernetesProvider(tool: Tool, scratch: string): string[] {
   cpSync(upstream, copy, { recursive: true });
   execFileSync("chmod", ["-R", "u+w", copy]);
   for (const file of overlayFiles(tool)) cpSync(join(moduleDir, overlayDir, file), join(copy, "pkg/provider", `zz_appstack_${file}`));
-  const modfile = join(scratch, "build.mod");
-  writeFileSync(modfile, `${readFileSync(join(moduleDir, "go.mod"), "utf8")}\nreplace ${pinned} => ${copy}\n`);
-  cpSync(join(moduleDir, "go.sum"), join(scratch, "build.sum"));
-  return ["-modfile", modfile];
+  return buildWithCopy(tool, scratch, copy);
+}
+
+/**
+ * The CLI is built from a copy of its pinned module with appstack's changes made by
+ * toolchain/pulumi/copy-module (see there which and why), a Go program so that the Dockerfile's
+ * build, which has no Node.js, makes the same copy.
+ */
+function preparePulumi(tool: Tool, scratch: string): string[] {
+  const copy = join(scratch, "module");
+  go(["run", "./copy-module", pinnedModuleDir(tool), copy], join(toolchainDir, tool.moduleDir));
+  return buildWithCopy(tool, scratch, copy);
 }
 
 const preparations: Partial<Record<string, (tool: Tool, scratch: string) => string[]>> = {
   "pulumi-resource-kubernetes": prepareKubernetesProvider,
+  pulumi: preparePulumi,
 };
 
 /** A `pulumi` on PATH at exactly the pinned version is used as it is, instead of building one. */
