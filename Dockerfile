@@ -16,10 +16,11 @@ COPY toolchain/pulumi/ toolchain/pulumi/
 COPY toolchain/kubernetes-provider/ toolchain/kubernetes-provider/
 ENV GOTOOLCHAIN=local GOFLAGS=-mod=readonly
 # The CLI from a copy of its module with appstack's changes (toolchain/pulumi/copy-module), as
-# toolchain/build.ts builds it; the go.mod's own replace lines name folders beside it.
+# toolchain/build.ts builds it.
 RUN cd toolchain/pulumi \
+ && go mod download github.com/pulumi/pulumi/pkg/v3 \
  && go run ./copy-module "$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/pkg/v3)" /tmp/pulumi-module \
- && { sed 's#=> \./#=> /src/toolchain/pulumi/#' go.mod; echo "replace github.com/pulumi/pulumi/pkg/v3 => /tmp/pulumi-module"; } > /tmp/pulumi.mod \
+ && { cat go.mod; echo "replace github.com/pulumi/pulumi/pkg/v3 => /tmp/pulumi-module"; } > /tmp/pulumi.mod \
  && cp go.sum /tmp/pulumi.sum \
  && go build -modfile /tmp/pulumi.mod -o /out/pulumi -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(go list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
 # Without cgo: kustomize imports Go's `plugin` package, and a cgo binary that links it exports every

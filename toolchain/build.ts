@@ -28,10 +28,9 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
  */
 function buildWithCopy(tool: Tool, scratch: string, copy: string): string[] {
   const moduleDir = join(toolchainDir, tool.moduleDir);
-  // The module's own `replace ./...` lines name folders of ours: relative to the go.mod, not to this one.
-  const goMod = readFileSync(join(moduleDir, "go.mod"), "utf8").replace(/=>\s*\.\//g, `=> ${moduleDir}/`);
+  // The module's own `replace ./...` lines stay as they are: Go reads them from the module's folder.
   const modfile = join(scratch, "build.mod");
-  writeFileSync(modfile, `${goMod}\nreplace ${tool.pinnedModule ?? ""} => ${copy}\n`);
+  writeFileSync(modfile, `${readFileSync(join(moduleDir, "go.mod"), "utf8")}\nreplace ${tool.pinnedModule ?? ""} => ${copy}\n`);
   cpSync(join(moduleDir, "go.sum"), join(scratch, "build.sum"));
   return ["-modfile", modfile];
 }

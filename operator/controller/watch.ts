@@ -14,6 +14,7 @@ import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
 import { DependencyIndex } from "./dependencies.ts";
+import { PodIndex } from "./pod-index.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
@@ -62,7 +63,7 @@ export class Watcher {
   private readonly watches: WatchState[] = [];
   private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
   private readonly children = new Map<ChildKind, Cached<KubernetesObject>[]>();
-  private readonly pods: Cached<V1Pod>[] = [];
+  private readonly pods = new PodIndex();
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   /** Which objects wait for which (spec.dependsOn): a dependency's change queues its dependants. */
@@ -107,7 +108,7 @@ export class Watcher {
         const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => childApis[kind].list(clients, ns, managedSelector), ns, false);
         this.children.set(kind, [...(this.children.get(kind) ?? []), informer]);
       }
-      this.pods.push(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
+      this.pods.follow(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
         ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true));
     }
   }
@@ -279,8 +280,8 @@ export class Watcher {
     return (this.children.get(kind) ?? []).map((informer) => informer.get(name, namespace)).find(Boolean);
   }
 
+  /** The managed pods of `namespace` that `selector` selects (pod-index.ts). */
   podsOf(namespace: string, selector: Record<string, string>): V1Pod[] {
-    const matches = (pod: V1Pod) => Object.entries(selector).every(([k, v]) => pod.metadata?.labels?.[k] === v);
-    return this.pods.flatMap((informer) => informer.list(namespace)).filter(matches);
+    return this.pods.podsOf(namespace, selector);
   }
 }
