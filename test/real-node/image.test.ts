@@ -120,14 +120,16 @@ test("the operator image has the pinned Pulumi CLI and provider, Node.js 24 and 
   assert.equal(User, "65532:65532");
   assert.deepEqual(Entrypoint, ["/usr/bin/tini", "--", "node", "operator/cmd/main.ts"]);
   assert.ok(Env?.includes("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"));
-  const out = inContainer(operator.tag, "id -u; id -g; node --version; /usr/bin/tini --version; pulumi version; ls -l /usr/local/bin/pulumi-resource-kubernetes");
-  const [uid, gid, node, tini, pulumi, provider] = out.trim().split("\n");
+  // The CLI built from the module copy with appstack's changes (toolchain/pulumi/copy-module): its function's name is in the binary.
+  const out = inContainer(operator.tag, "id -u; id -g; node --version; /usr/bin/tini --version; pulumi version; ls -l /usr/local/bin/pulumi-resource-kubernetes; grep -c appstackStackFile /usr/local/bin/pulumi");
+  const [uid, gid, node, tini, pulumi, provider, rewritten] = out.trim().split("\n");
   assert.equal(uid, "65532");
   assert.equal(gid, "65532");
   assert.match(node ?? "", /^v24\./);
   assert.match(tini ?? "", /^tini version /);
   assert.equal(pulumi, pinnedVersion(toolByName("pulumi")));
   assert.match(provider ?? "", /^-rwx.*\/usr\/local\/bin\/pulumi-resource-kubernetes$/);
+  assert.notEqual(rewritten, "0", "the image's CLI is upstream's, not the copy with appstack's changes");
   // The engine's binaries as the operator finds them there: on PATH, at the version @pulumi/kubernetes asks for.
   const found = inContainer(operator.tag, `cd /app && node --input-type=module -e 'const { engineBinaries } = await import("./toolchain/tools.ts"); const { cliRoot, kubernetesProvider } = engineBinaries(); console.log([cliRoot, kubernetesProvider.path, kubernetesProvider.version].join(" "))'`);
   assert.equal(found.trim(), `/usr/local /usr/local/bin/pulumi-resource-kubernetes ${kubernetesProviderVersion()}`);
