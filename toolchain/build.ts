@@ -22,6 +22,14 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
 }
 
 /**
+ * Where the module copies are made, on the host as in the Dockerfile's build: the Go build cache
+ * keys a package outside GOROOT by its folder too, so at the same path the image's build, which
+ * mounts the host's caches, compiles none of the copied module's packages again.
+ */
+export const pulumiModuleCopy = "/tmp/appstack-pulumi-module";
+export const providerModuleCopy = "/tmp/appstack-provider-module";
+
+/**
  * Where a build compiles a changed copy of its pinned module: a go.mod of the build's own that
  * replaces the module with `copy` (the module's own go.sum serves). Go's `-overlay` would change
  * files in place, but refuses files in the module cache. Returns the `go build` arguments.
@@ -50,7 +58,7 @@ function pinnedModuleDir(tool: Tool): string {
  * package's constructor, which upstream does not export: the build compiles a copy of the pinned
  * module with our one file added to that package (`_overlay/`, see there why).
  */
-function prepareKubernetesProvider(tool: Tool, scratch: string): string[] {
+function prepareKubernetesProvider(tool: Tool, scratch: string): Preparation {
   const moduleDir = join(toolchainDir, tool.moduleDir);
   const upstream = pinnedModuleDir(tool);
   const source = join(upstream, "cmd/pulumi-resource-kubernetes");
@@ -58,25 +66,33 @@ function prepareKubernetesProvider(tool: Tool, scratch: string): string[] {
   schema["version"] = kubernetesProviderVersion();
   writeFileSync(join(moduleDir, "schema-embed.json"), JSON.stringify(schema));
   writeFileSync(join(moduleDir, "terraform-mapping-embed.json"), readFileSync(join(source, "terraform-mapping.json")));
-  const copy = join(scratch, "module");
+  const copy = providerModuleCopy;
+  rmSync(copy, { recursive: true, force: true });
   cpSync(upstream, copy, { recursive: true });
   execFileSync("chmod", ["-R", "u+w", copy]);
   for (const file of overlayFiles(tool)) cpSync(join(moduleDir, overlayDir, file), join(copy, "pkg/provider", `zz_appstack_${file}`));
-  return buildWithCopy(tool, scratch, copy);
+  return { args: buildWithCopy(tool, scratch, copy), cleanup: () => rmSync(copy, { recursive: true, force: true }) };
 }
+
 
 /**
  * The CLI is built from a copy of its pinned module with appstack's changes made by
  * toolchain/pulumi/copy-module (see there which and why), a Go program so that the Dockerfile's
  * build, which has no Node.js, makes the same copy.
  */
-function preparePulumi(tool: Tool, scratch: string): string[] {
-  const copy = join(scratch, "module");
-  go(["run", "./copy-module", pinnedModuleDir(tool), copy], join(toolchainDir, tool.moduleDir));
-  return buildWithCopy(tool, scratch, copy);
+function preparePulumi(tool: Tool, scratch: string): Preparation {
+  rmSync(pulumiModuleCopy, { recursive: true, force: true });
+  go(["run", "./copy-module", pinnedModuleDir(tool), pulumiModuleCopy], join(toolchainDir, tool.moduleDir));
+  return { args: buildWithCopy(tool, scratch, pulumiModuleCopy), cleanup: () => rmSync(pulumiModuleCopy, { recursive: true, force: true }) };
 }
 
-const preparations: Partial<Record<string, (tool: Tool, scratch: string) => string[]>> = {
+/** A build's extra `go build` arguments, and what to remove after it besides its scratch folder. */
+interface Preparation {
+  readonly args: string[];
+  readonly cleanup?: () => void;
+}
+
+const preparations: Partial<Record<string, (tool: Tool, scratch: string) => Preparation>> = {
   "pulumi-resource-kubernetes": prepareKubernetesProvider,
   pulumi: preparePulumi,
 };
@@ -112,16 +128,18 @@ export function buildTool(tool: Tool, log: Log): void {
   const partial = `${binary}.partial-${process.pid}`;
   const scratch = `${binary}.scratch-${process.pid}`;
   const ldflags = ["-s", "-w", ...(tool.ldflags?.(version) ?? [])].join(" ");
+  let preparation: Preparation | undefined;
   try {
     mkdirSync(scratch, { recursive: true });
-    const extraArgs = preparations[tool.binary]?.(tool, scratch) ?? [];
-    go(["build", ...extraArgs, "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir), tool.noCgo ? { CGO_ENABLED: "0" } : {});
+    preparation = preparations[tool.binary]?.(tool, scratch);
+    go(["build", ...(preparation?.args ?? []), "-o", partial, "-ldflags", ldflags, tool.goPackage], join(toolchainDir, tool.moduleDir), tool.noCgo ? { CGO_ENABLED: "0" } : {});
     chmodSync(partial, 0o755);
     // A rename is atomic: an interrupted build never leaves a binary that looks finished.
     renameSync(partial, binary);
   } finally {
     rmSync(partial, { force: true });
     rmSync(scratch, { recursive: true, force: true });
+    preparation?.cleanup?.();
   }
   log(`  ${tool.binary}: built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
