@@ -26,8 +26,8 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
  * keys a package outside GOROOT by its folder too, so at the same path the image's build, which
  * mounts the host's caches, compiles none of the copied module's packages again.
  */
-export const pulumiModuleCopy = "/tmp/appstack-pulumi-module";
-export const providerModuleCopy = "/tmp/appstack-provider-module";
+const pulumiModuleCopy = "/tmp/appstack-pulumi-module";
+const providerModuleCopy = "/tmp/appstack-provider-module";
 
 /**
  * Where a build compiles a changed copy of its pinned module: a go.mod of the build's own that
@@ -56,7 +56,7 @@ function pinnedModuleDir(tool: Tool): string {
  * ours embeds the same files, made here from the pinned module exactly as upstream's generate.go
  * makes them (the schema stamped with the plugin version). Our main also needs the provider
  * package's constructor, which upstream does not export: the build compiles a copy of the pinned
- * module with our one file added to that package (`_overlay/`, see there why).
+ * module with our files added to that package (`_overlay/`, see there why).
  */
 function prepareKubernetesProvider(tool: Tool, scratch: string): Preparation {
   const moduleDir = join(toolchainDir, tool.moduleDir);
@@ -73,7 +73,6 @@ function prepareKubernetesProvider(tool: Tool, scratch: string): Preparation {
   for (const file of overlayFiles(tool)) cpSync(join(moduleDir, overlayDir, file), join(copy, "pkg/provider", `zz_appstack_${file}`));
   return { args: buildWithCopy(tool, scratch, copy), cleanup: () => rmSync(copy, { recursive: true, force: true }) };
 }
-
 
 /**
  * The CLI is built from a copy of its pinned module with appstack's changes made by
