@@ -16,6 +16,7 @@ export interface PodSource {
 }
 
 const keyOf = (namespace: string, instance: string | undefined) => `${namespace}/${instance ?? ""}`;
+const podKey = (pod: V1Pod) => `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`;
 
 export class PodIndex {
   private readonly sources: PodSource[] = [];
@@ -56,21 +57,20 @@ export class PodIndex {
   private put(pod: V1Pod): void {
     const { namespace = "", name = "" } = pod.metadata ?? {};
     const key = keyOf(namespace, pod.metadata?.labels?.[instanceLabel]);
-    const previous = this.keys.get(`${namespace}/${name}`);
+    const previous = this.keys.get(podKey(pod));
     if (previous === key) return;
     if (previous !== undefined) this.remove(previous, name);
-    this.keys.set(`${namespace}/${name}`, key);
+    this.keys.set(podKey(pod), key);
     const names = this.names.get(key) ?? new Set<string>();
     names.add(name);
     this.names.set(key, names);
   }
 
   private drop(pod: V1Pod): void {
-    const { namespace = "", name = "" } = pod.metadata ?? {};
-    const previous = this.keys.get(`${namespace}/${name}`);
+    const previous = this.keys.get(podKey(pod));
     if (previous === undefined) return;
-    this.keys.delete(`${namespace}/${name}`);
-    this.remove(previous, name);
+    this.keys.delete(podKey(pod));
+    this.remove(previous, pod.metadata?.name ?? "");
   }
 
   private remove(key: string, name: string): void {
