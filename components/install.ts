@@ -5,6 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { shardLabelsPolicy } from "../crds/shard-labels.ts";
+import { isPostgresUrl, sharedBackendRefusal } from "../operator/base/shared-backend.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
 
@@ -174,28 +175,18 @@ export function operatorReplicas(args: AppstackInstallArgs): number {
   const replicas = args.replicas ?? 1;
   if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`appstack:replicas must be a positive integer, not ${replicas}`);
   if (replicas > 1) {
-    const why = args.backendSecret ? undefined : sharedBackendRefusal(args.backendUrl);
-    if (why) throw new Error(`appstack:replicas ${replicas} needs a PostgreSQL appstack:backendUrl (postgres://...)${why}`);
+    // A backendSecret's URL is not known here: the operator refuses to start sharded on it unless it is PostgreSQL.
+    // With no URL, a second pod would wait for the state volume for ever (ReadWriteOnce, one pod at a time).
+    const why = args.backendSecret ? undefined : args.backendUrl ? sharedBackendRefusal(args.backendUrl) : "the default file backend lives on a ReadWriteOnce volume that one pod mounts at a time";
+    if (why) throw new Error(`appstack:replicas ${replicas} needs a PostgreSQL appstack:backendUrl (postgres://...), ${why}`);
   }
   return replicas;
-}
-
-/** Why replicas cannot share the backend of `backendUrl`; undefined for PostgreSQL. Names its scheme only: the URL may carry a password. */
-function sharedBackendRefusal(backendUrl: string | undefined): string | undefined {
-  // A second pod would wait for the state volume for ever, and one leader at a time uses it anyway.
-  if (!backendUrl) return ": the default file backend lives on a ReadWriteOnce volume that one pod mounts at a time";
-  // As the operator tells them apart (operator/pulumi/state-store.ts).
-  if (backendUrl.startsWith("postgres://") || backendUrl.startsWith("postgresql://")) return undefined;
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(backendUrl)?.[1];
-  if (scheme === "file") return ", not file://: the pods share no volume, so each would keep its stacks in its own emptyDir";
-  // Cloud buckets and the rest: the operator reads and breaks stack locks in file and PostgreSQL state only.
-  return `, not ${scheme ? `${scheme}://` : "this URL"}: the operator breaks a killed replica's stack lock only in PostgreSQL (or a single pod's file backend), so there it would stay for ever`;
 }
 
 /** backendCaSecret's volume and the operator's mount of it (none without it); only with a PostgreSQL backendUrl, the one it is for. */
 export function backendCaVolumes(args: AppstackInstallArgs): { volumes: k8s.types.input.core.v1.Volume[]; mounts: k8s.types.input.core.v1.VolumeMount[] } {
   if (!args.backendCaSecret) return { volumes: [], mounts: [] };
-  if (!args.backendSecret && !args.backendUrl?.startsWith("postgres://") && !args.backendUrl?.startsWith("postgresql://")) throw new Error("appstack:backendCaSecret is the CA bundle of a PostgreSQL appstack:backendUrl (postgres://...), and none is set");
+  if (!args.backendSecret && !isPostgresUrl(args.backendUrl)) throw new Error("appstack:backendCaSecret is the CA bundle of a PostgreSQL appstack:backendUrl (postgres://...), and none is set");
   return {
     volumes: [{ name: "backend-ca", secret: { secretName: args.backendCaSecret, items: [{ key: "ca.crt", path: "ca.crt" }] } }],
     mounts: [{ name: "backend-ca", mountPath: backendCaPath, readOnly: true }],

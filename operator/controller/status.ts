@@ -4,7 +4,7 @@ import type { V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client
 import { describe } from "../../components/kinds.ts";
 import { historyMessageLimit, statusHistoryLimit, type PreviewStatus, type StackOperation, type StackStatus, type Workload, type WorkloadStatus } from "../../crds/types.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
-import { podTrouble } from "./pod-trouble.ts";
+import { type FailingSince, podTrouble } from "./pod-trouble.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 import { canonicalJson } from "../base/canonical-json.ts";
@@ -64,14 +64,15 @@ export const defaultPodStartTimeoutMs = 120_000;
 
 /**
  * A rollout that waits on pods that cannot start says why, in the kubelet's or the scheduler's
- * words (pod-trouble.ts). Past `stallAfterMs` from the oldest such pod's creation the object is
+ * words (pod-trouble.ts). Past `stallAfterMs` from when the longest such trouble began (a pod's
+ * creation, or the exit that began a crash loop: FailingSince) the object is
  * Stalled: an image that cannot be pulled, a crash loop or a missing Secret needs a change, not
  * more time. A pod no node fits stays Reconciling: a cluster autoscaler adds nodes for it.
  * `recheckInMs` says when the phase turns Stalled if nothing else changes first.
  */
-export function withPodTrouble(phase: Phase, pods: readonly V1Pod[], stallAfterMs: number, now = new Date()): { phase: Phase; recheckInMs?: number } {
+export function withPodTrouble(phase: Phase, pods: readonly V1Pod[], stallAfterMs: number, now = new Date(), memory?: FailingSince): { phase: Phase; recheckInMs?: number } {
   if (phase.kind !== "progressing" || phase.reason !== "RollingOut") return { phase };
-  const trouble = podTrouble(pods);
+  const trouble = podTrouble(pods, now, memory);
   if (!trouble) return { phase };
   const message = `${trouble.count} of ${pods.length} pods cannot start: ${trouble.detail}`;
   if (trouble.reason === "Unschedulable") return { phase: { kind: "progressing", reason: trouble.reason, message } };

@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url";
 import type { ParseArgsOptionsConfig } from "node:util";
 import type { Level } from "../base/log.ts";
 import { keepSecretsOf } from "../base/redact.ts";
+import { sharedBackendRefusal } from "../base/shared-backend.ts";
 import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
 import { defaultPodStartTimeoutMs } from "../controller/status.ts";
 
@@ -180,6 +181,19 @@ function elections(setting: Setting, env: Env): Pick<OperatorConfig, "leaderElec
   return { leaderElection: election, sharding };
 }
 
+/**
+ * Sharding only on a backend that replicas can share: PostgreSQL. Checked here, where every URL
+ * ends up (a flag, the environment, an install's Secret the install program never sees), and not
+ * only by the install: on file:// each replica would keep its stacks in a folder of its own, and
+ * in an object store a killed replica's stack locks would never be broken.
+ */
+function shardable<T extends Pick<OperatorConfig, "sharding">>(election: T, givenBackend: string | undefined): T {
+  if (!election.sharding) return election;
+  const why = sharedBackendRefusal(givenBackend || "file://");
+  if (why) throw new Error(`sharding (APPSTACK_SHARDING=true, --sharding) needs a PostgreSQL backend (APPSTACK_BACKEND_URL=postgres://...), ${why}`);
+  return election;
+}
+
 /** Where stack state lives and how its secrets are encrypted. */
 function storage(setting: Setting, env: Env, readOnly: boolean): Pick<OperatorConfig, "stateDir" | "backendUrl" | "passphrase"> {
   const stateDir = setting("state-dir", "APPSTACK_STATE_DIR") ?? join(env["XDG_STATE_HOME"] ?? join(homedir(), ".local", "state"), "appstack");
@@ -228,7 +242,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
     ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
-    ...elections(setting, env),
+    ...shardable(elections(setting, env), setting("backend-url", "APPSTACK_BACKEND_URL")),
     ...ownPod(env),
     ...(env["APPSTACK_RBAC_BINDING"] ? { rbacBinding: env["APPSTACK_RBAC_BINDING"] } : {}),
     shutdownGraceMs: positiveInt(env["APPSTACK_SHUTDOWN_GRACE_SECONDS"], 60, "APPSTACK_SHUTDOWN_GRACE_SECONDS") * 1000,

@@ -9,9 +9,10 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { promisify } from "node:util";
 import { shardDrainLabel, shardOwnerLabel } from "../../operator/controller/shard-labels.ts";
+import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 import type { Workload } from "../../crds/types.ts";
 import { eventually, useCluster } from "../helpers/cluster.ts";
@@ -20,14 +21,21 @@ import { replicaKubeconfig } from "../helpers/write-log.ts";
 
 const namespace = "default";
 const scratch = mkdtempSync(join(tmpdir(), "appstack-shard-labels-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
 let operator: OperatorProcess | undefined;
+let postgres: PostgresServer | undefined;
 let workloads: Workloads;
 const cluster = useCluster(async ({ cluster: local }) => {
+  // Sharded only on PostgreSQL: the operator refuses any other backend.
+  postgres = await startPostgres({ dir: scratch, log: (line) => console.error(line) });
   // The operator's own user: it installs the API (and so the policy) for itself, as `npm start` does.
-  operator = await startOperatorProcess(replicaKubeconfig(local, "appstack-shard-operator"), { env: { APPSTACK_SHARDING: "true", POD_NAME: "replica-a" } });
+  operator = await startOperatorProcess(replicaKubeconfig(local, "appstack-shard-operator"), { env: { APPSTACK_SHARDING: "true", POD_NAME: "replica-a", APPSTACK_BACKEND_URL: postgres.url } });
   workloads = new Workloads(local.kubeconfig);
-}, () => disposeOperator(operator));
+}, async () => {
+  await disposeOperator(operator);
+  // The server's data is in the scratch folder: removed only once the server has stopped.
+  await postgres?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 const execFileAsync = promisify(execFile);
 

@@ -63,7 +63,17 @@ test("a read-only load (appstack preview) creates no state folder and no passphr
 
 test("sharding is off unless asked for, and needs leader election", () => {
   assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir }).sharding, false);
-  assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir, APPSTACK_SHARDING: "true" }).sharding, true);
-  assert.equal(loadConfig(flags(["--sharding=true"]), { APPSTACK_STATE_DIR: stateDir }).sharding, true);
-  assert.throws(() => loadConfig({}, { APPSTACK_STATE_DIR: stateDir, APPSTACK_SHARDING: "true", APPSTACK_LEADER_ELECT: "false" }), /sharding needs leader election/);
+  const postgres = { APPSTACK_STATE_DIR: stateDir, APPSTACK_BACKEND_URL: "postgres://appstack:secret@db:5432/appstack", APPSTACK_PASSPHRASE: "p" };
+  assert.equal(loadConfig({}, { ...postgres, APPSTACK_SHARDING: "true" }).sharding, true);
+  assert.equal(loadConfig(flags(["--sharding=true"]), postgres).sharding, true);
+  assert.throws(() => loadConfig({}, { ...postgres, APPSTACK_SHARDING: "true", APPSTACK_LEADER_ELECT: "false" }), /sharding needs leader election/);
+});
+
+test("the operator refuses to start sharded on any backend but PostgreSQL, wherever the URL came from, naming its scheme only", () => {
+  const given = { APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "p", APPSTACK_SHARDING: "true" };
+  // The default file backend, a file:// URL (an install's backendSecret the install never reads), an object store.
+  assert.throws(() => loadConfig({}, given), /sharding .* needs a PostgreSQL backend .*not file:\/\/: replicas share no folder/);
+  assert.throws(() => loadConfig({}, { ...given, APPSTACK_BACKEND_URL: `file://${stateDir}/shared` }), /not file:\/\//);
+  assert.throws(() => loadConfig(flags(["--backend-url=s3://bucket?key=SECRETKEY"]), given), (error: unknown) => /not s3:\/\/: .*stack lock/.test(String(error)) && !String(error).includes("SECRETKEY"));
+  assert.equal(loadConfig({}, { ...given, APPSTACK_BACKEND_URL: "postgresql://db/appstack" }).sharding, true);
 });

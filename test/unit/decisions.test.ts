@@ -7,6 +7,7 @@ import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { decide, decodeApplied, encodeApplied, programVersion, type Applied, type DecisionInput } from "../../operator/controller/drift.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { engineMessage } from "../../operator/pulumi/stack-errors.ts";
+import { backoffResetMs, FailingSince } from "../../operator/controller/pod-trouble.ts";
 import { observedGeneration, rolloutPhase, withPodTrouble } from "../../operator/controller/status.ts";
 
 test("stack names are unique per kind, namespace and name, and valid for Pulumi even for 253-character names", () => {
@@ -119,6 +120,33 @@ test("pods that cannot start are named with the kubelet's reason, and Stalled on
   // Starting normally is no trouble.
   const starting: V1Pod = { metadata: { name: "web-e", creationTimestamp: created }, status: { containerStatuses: [{ name: "app", image: "web:1", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ContainerCreating" } } }] } };
   assert.equal(withPodTrouble(rolling, [starting], 120_000, new Date(created.getTime() + 600_000)).phase, rolling);
+});
+
+test("a crash loop counts from when the container began failing, not from the pod's creation", () => {
+  const rolling = rolloutPhase(app(1), deployment({ replicas: 1, updatedReplicas: 1, availableReplicas: 0 }));
+  const created = new Date("2026-01-01T00:00:00Z");
+  const firstCrash = new Date("2026-01-04T00:00:00Z");
+  const at = (ms: number) => new Date(firstCrash.getTime() + ms);
+  const pod = (container: V1Pod["status"]): V1Pod => ({ metadata: { name: "web-a", uid: "u-1", creationTimestamp: created }, status: container });
+  const crashed = (lastRun: { startedAt: Date; finishedAt: Date }) =>
+    pod({ containerStatuses: [{ name: "app", image: "web:1", imageID: "", ready: false, restartCount: 3, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 1, ...lastRun } } }] });
+  const running = (startedAt: Date) => pod({ containerStatuses: [{ name: "app", image: "web:1", imageID: "", ready: true, restartCount: 3, state: { running: { startedAt } } }] });
+  const memory = new FailingSince();
+  const phaseAt = (p: V1Pod, now: Date, remember = memory) => withPodTrouble(rolling, [p], 120_000, now, remember);
+
+  // It ran for three days, then crashed: 30 s into its trouble, not three days.
+  const afterDays = phaseAt(crashed({ startedAt: created, finishedAt: firstCrash }), at(30_000));
+  assert.deepEqual([afterDays.phase.kind, afterDays.recheckInMs], ["progressing", 90_000]);
+  // Its short runs since then continue the same loop: the start is remembered, not moved.
+  const shortRun = crashed({ startedAt: at(10_000), finishedAt: at(11_000) });
+  assert.deepEqual([phaseAt(shortRun, at(60_000)).phase.kind, phaseAt(shortRun, at(60_000)).recheckInMs], ["progressing", 60_000]);
+  assert.equal(phaseAt(shortRun, at(120_000)).phase.kind, "stalled");
+  // An operator that first sees the loop after a short run counts from that run's start: later than the truth, never earlier.
+  assert.equal(phaseAt(shortRun, at(60_000), new FailingSince()).recheckInMs, 70_000);
+  // A run past the kubelet's backoff reset ends the loop; the next crash starts a new one.
+  phaseAt(running(at(200_000)), at(200_000 + backoffResetMs));
+  const again = at(200_000 + backoffResetMs + 5_000);
+  assert.equal(phaseAt(crashed({ startedAt: at(200_000), finishedAt: again }), at(200_000 + backoffResetMs + 20_000)).recheckInMs, 105_000);
 });
 
 test("pods the API server refuses (ReplicaFailure, FailedCreate) are Stalled at once, in the API server's words", () => {

@@ -132,7 +132,7 @@ test("podStartTimeoutSeconds reaches the operator as APPSTACK_POD_START_TIMEOUT_
 });
 
 test("more than one replica on the state volume is refused, with what to set instead", () => {
-  assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\): the default file backend lives on a ReadWriteOnce volume/);
+  assert.throws(() => new install.AppstackInstall("two", { passphrase: "p", replicas: 2 }), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\), the default file backend lives on a ReadWriteOnce volume/);
   assert.throws(() => new install.AppstackInstall("none", { passphrase: "p", replicas: 0 }), /appstack:replicas must be a positive integer, not 0/);
 });
 
