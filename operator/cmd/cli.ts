@@ -41,7 +41,7 @@ const usage = `usage: appstack <command>   (as a kubectl plugin: kubectl appstac
   history app/NAME [-o json|yaml]        what the operator did to one object, when and why (its stack's history)
   approve app/NAME [--yes]               shows the plan waiting for approval, asks, and approves exactly it
   suspend app/NAME, resume app/NAME      spec.suspend true (nothing is applied or repaired) or false (what changed is applied)
-  reconcile app/NAME [--timeout=5m]      a refresh and pulumi up now; waits for the result (exit 0 Ready, 1 Stalled or deadline)
+  reconcile app/NAME [--timeout=5m]      a refresh and pulumi up now; waits for the result (exit 0 Ready; 1 Stalled, held by dependsOn or deadline; 3 a plan waits)
   operator [flags]       the operator alone, against the configured cluster (in-cluster mode)
   toolchain              build the pinned toolchain from Go modules (cached); under CI=true as root,
                          first apt-get install the Debian packages the image and real-node tests need

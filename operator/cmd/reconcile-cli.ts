@@ -3,6 +3,7 @@
 // current time, then waits until status.lastHandledReconcileAt says that request was handled and
 // the object has come to a result: Ready for its generation (exit 0), Stalled (exit 1), a plan
 // waiting for approval under updatePolicy Preview (exit 3, as `appstack status`), or the deadline
+// (exit 1), or a new spec held back by spec.dependsOn, answered at once naming the dependencies
 // (exit 1). As `flux reconcile`. A suspended object handles no request: refused.
 import { setTimeout as sleep } from "node:timers/promises";
 import { group, plurals, reconcileRequestAnnotation, version, type Workload } from "../../crds/types.ts";
@@ -13,7 +14,8 @@ import { needsPersonExitCode } from "./status-cli.ts";
 
 export const reconcileUsage = `usage: appstack reconcile app/NAME|memcached/NAME [--timeout=5m] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   runs a refresh and pulumi up now (annotation ${reconcileRequestAnnotation}) and waits for the result.
-  Exit code 0: Ready; 1: Stalled, the deadline (--timeout, as 90s, 5m or 1h; default 5m) or an error;
+  Exit code 0: Ready; 1: Stalled, held back by spec.dependsOn (DependencyNotReady, the dependencies named),
+  the deadline (--timeout, as 90s, 5m or 1h; default 5m) or an error;
   3: handled, and a plan waits for approval (updatePolicy Preview).`;
 
 /** The field manager of the write: a person's, through this command. */
@@ -43,6 +45,8 @@ export function reconcileOutcome(object: Workload | undefined, requestedAt: stri
   const condition = (type: string) => object.status?.conditions?.find((c) => c.type === type && c.status === "True" && c.observedGeneration === generation);
   const stalled = condition("Stalled");
   if (stalled) return { done: true, exitCode: 1, message: `Stalled (${stalled.reason}): ${stalled.message}` };
+  const held = object.status?.conditions?.find((c) => c.type === "Ready" && c.reason === "DependencyNotReady");
+  if (held) return { done: true, exitCode: 1, message: `held back by spec.dependsOn (DependencyNotReady): ${held.message}` };
   if (object.status?.preview) return { done: true, exitCode: needsPersonExitCode, message: `refreshed; plan ${object.status.preview.planId} waits for approval (appstack approve)` };
   const ready = condition("Ready");
   if (ready && object.status?.observedGeneration === generation) return { done: true, exitCode: 0, message: `Ready: ${ready.message}` };

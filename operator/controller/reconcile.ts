@@ -244,7 +244,7 @@ export class Reconciler {
    * says for what (a cycle: Stalled, with its Warning Event). Undefined when nothing holds it. No
    * retry is due: a dependency's change queues this object (watch.ts). A plan that waited for
    * approval is withdrawn, as under suspend: it may not be applied before the dependencies are
-   * Ready, and they may change meanwhile.
+   * Ready, and they may change meanwhile. A pending reconcile request is recorded as handled.
    */
   private async heldByDependencies(object: Workload, stack: string, decision: Decision, observed: Observed, current: StackStatus): Promise<{ result: HandlerResult } | undefined> {
     if (!holdsApply(decision) || !dependenciesOf(object).length) return undefined;
@@ -253,6 +253,9 @@ export class Reconciler {
     if (!phase) return undefined;
     if (object.status?.preview) await this.deps.plans.discard(stack);
     if (phase.kind === "progressing") this.deps.events.record(object, "Normal", phase.reason, phase.message);
+    // A reconcile request is answered now, with the wait: `appstack reconcile` returns naming the
+    // dependencies rather than wait out its deadline. The held spec is applied once they are Ready.
+    if (decision.requested !== undefined) this.reporter.handled(object, decision.requested);
     const result = await this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
     return { result: otherShard ? { outcome: "requeued", requeueAfterMs: otherShardDependencyRecheckMs } : result };
   }

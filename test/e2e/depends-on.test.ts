@@ -12,7 +12,7 @@ import type { App, Condition, Workload, WorkloadKind } from "../../crds/types.ts
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { kstatus } from "../helpers/kstatus.ts";
-import { checkpointPath, disposeOperator, stackHistoryEntries, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { appstackCli, checkpointPath, disposeOperator, stackHistoryEntries, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const namespace = "default";
 
@@ -83,6 +83,14 @@ test("its dependency created but held back (suspended, never applied): the App i
   await eventWithReason(cluster().core, namespace, "web", "DependencyNotReady", (message) => message.startsWith("waiting for Memcached/cache"));
   await nothingApplied("App", "web");
   await nothingApplied("Memcached", "cache");
+});
+
+test("`appstack reconcile` of the held App answers at once, naming the dependency, instead of waiting out its deadline", () => {
+  // --timeout=1h: were the request not answered, the command would outlive the test's own deadline.
+  const result = appstackCli(cluster().cluster.kubeconfig, "reconcile", "app/web", "-n", namespace, "--timeout=1h");
+  assert.equal(result.status, 1, result.stderr);
+  assert.match(result.stderr, /app\/web in namespace default: held back by spec\.dependsOn \(DependencyNotReady\): waiting for Memcached\/cache: not Ready for generation 1 \(Suspended\)/);
+  assert.doesNotMatch(result.stderr, /deadline/);
 });
 
 test("once the Memcached is resumed and Ready, the App is applied and goes Ready: its Deployment on the API server, its resources in its stack", async () => {

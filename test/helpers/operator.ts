@@ -230,6 +230,12 @@ export function previewCli(target: { kubeconfig: string; stateDir: string; scrat
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** `appstack <args>` as `npx appstack` runs it, against a cluster; stdin is no terminal; ended after 3 minutes. */
+export function appstackCli(kubeconfig: string, ...args: string[]): CliResult {
+  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ["ignore", "pipe", "pipe"], timeout: 180_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
 /** `kubectl appstack <args>` (the pinned kubectl, the plugin in `pluginBin` first on PATH) against a cluster; stdin is no terminal. */
 export function kubectlAppstack(target: { kubeconfig: string; pluginBin: string }, ...args: string[]): CliResult {
   const env = { ...process.env, PATH: `${target.pluginBin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: target.kubeconfig };

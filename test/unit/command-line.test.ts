@@ -146,6 +146,9 @@ test("reconcile: waits until its request is handled, then for Ready or Stalled o
   assert.deepEqual(reconcileOutcome(handled({ conditions: [cond("Ready", "True", "Available", "1 of 1 replicas available")] }), at), { done: true, exitCode: 0, message: "Ready: 1 of 1 replicas available" });
   assert.equal(reconcileOutcome(handled({ conditions: [cond("Ready", "True", "Available", "", 3)] }), at).done, false, "Ready for an older generation");
   assert.deepEqual(reconcileOutcome(handled({ conditions: [cond("Ready", "False", "StackUpdateFailed"), cond("Stalled", "True", "StackUpdateFailed", "boom")] }), at), { done: true, exitCode: 1, message: "Stalled (StackUpdateFailed): boom" });
+  // A new spec held back by dependsOn: answered at once, the dependencies named, not a wait for the deadline.
+  const waitingFor = "waiting for Memcached/cache: not Ready for generation 1 (Suspended); held back: spec changed (generation 3 -> 4)";
+  assert.deepEqual(reconcileOutcome(handled({ conditions: [cond("Ready", "False", "DependencyNotReady", waitingFor), cond("Reconciling", "True", "DependencyNotReady", waitingFor)] }), at), { done: true, exitCode: 1, message: `held back by spec.dependsOn (DependencyNotReady): ${waitingFor}` });
   const preview = { planId: "0123456789ab", generation: 4, basis: "b", reason: "drift: x", time: at, changes: {}, steps: [] };
   assert.equal((reconcileOutcome(handled({ conditions: [cond("Ready", "False", "AwaitingApproval")], preview }), at) as { exitCode: number }).exitCode, 3);
   assert.deepEqual([parseTimeout(undefined), parseTimeout("90s"), parseTimeout("5m"), parseTimeout("1h"), parseTimeout("30")], [300_000, 90_000, 300_000, 3_600_000, 30_000]);
