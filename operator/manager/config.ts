@@ -1,7 +1,7 @@
 // Operator settings, from the environment (as a Deployment sets them) with flags on top.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, homedir, hostname } from "node:os";
+import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ParseArgsOptionsConfig } from "node:util";
@@ -10,6 +10,7 @@ import { keepSecretsOf } from "../base/redact.ts";
 import { sharedBackendRefusal } from "../base/shared-backend.ts";
 import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
 import { defaultPodStartTimeoutMs } from "../controller/status.ts";
+import { usableCpus } from "./cpu-quota.ts";
 
 export interface OperatorConfig {
   readonly kubeconfig?: string;
@@ -73,10 +74,11 @@ type Env = Record<string, string | undefined>;
  * no longer keeps a core busy all the time it runs (with the provider kept per slot and the SDK's
  * hot path trimmed, about 60% of it: the rest is waiting on the API server and the engine's round
  * trips), so one per core left the cores a third idle: on 2 cores 100 new Apps took 32.0 s at 2
- * and 24.6 s at 3, with the tree's peak PSS 498 and 584 MiB (docs/measurements.md).
+ * and 24.6 s at 3, with the tree's peak PSS 498 and 584 MiB (docs/measurements.md). The cores
+ * are those the cgroup's CPU quota allows (a pod's CPU limit), not the node's.
  */
-export function defaultConcurrency(): number {
-  return availableParallelism() + 1;
+export function defaultConcurrency(cpus = usableCpus()): number {
+  return cpus + 1;
 }
 
 /** The engine's own folders inside the state folder: its home (plugins, logs) and the stacks' workspace. */

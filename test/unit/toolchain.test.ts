@@ -21,6 +21,12 @@ test("npm scripts run on the Node.js the project brings (the npm package `node`)
   assert.equal(process.versions.node.split(".")[0], "24");
 });
 
+test("package.json's engines names the oldest Node.js appstack runs on: 22.15, for module.registerHooks (sdk-footprint.ts)", async () => {
+  const manifest = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } };
+  assert.equal(manifest.engines.node, ">=22.15.0");
+  assert.equal(typeof (await import("node:module")).registerHooks, "function");
+});
+
 test("the provider plugin is stamped with the version @pulumi/kubernetes asks the engine for", () => {
   assert.equal(kubernetesProviderVersion(), lock.packages["node_modules/@pulumi/kubernetes"]?.version);
 });
