@@ -12,6 +12,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface } from "node:readline";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
+import { attachAccepted, SlotProtocolMismatch } from "./provider-check.ts";
 
 /** How long a provider process may take to start, or to take an operation's environment. */
 const answerTimeoutMs = 30_000;
@@ -34,14 +35,28 @@ export interface ProviderSlotSettings {
 const defaultIdleMs = 30_000;
 
 /**
- * The operator's environment less what only the operator and its engines need: the provider
- * talks to the API server alone, and a process's environment is readable as long as it lives.
+ * What a provider process gets of the operator's environment: what Go, client-go and the provider
+ * read to reach the API server, and nothing else. A list of what to keep, not of what to drop: a
+ * process's environment is readable as long as it lives, and an object store's credentials
+ * (AWS_*, AZURE_*, GOOGLE_*), the passphrase and the backend URL are the operator's and the
+ * engines', never the provider's. APPSTACK_PROVIDER_ENV names more (comma-separated), for a
+ * kubeconfig whose exec credential plugin needs them (AWS_PROFILE for `aws eks get-token`).
  */
-const secretNames = ["APPSTACK_PASSPHRASE", "APPSTACK_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_BACKEND_URL", "PULUMI_ACCESS_TOKEN"];
+const providerVariables = [
+  "PATH", "HOME", "TMPDIR", "TZ", "LANG", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+  "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
+  "GODEBUG", "GOMAXPROCS", "GOMEMLIMIT",
+];
+/** The provider's own settings (PULUMI_K8S_SUPPRESS_DEPRECATION_WARNINGS, ...). */
+const providerPrefixes = ["PULUMI_K8S_"];
 
-function withoutSecrets(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !secretNames.includes(name)));
+export function providerEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const named = new Set([...providerVariables, ...(env["APPSTACK_PROVIDER_ENV"] ?? "").split(",").map((name) => name.trim()).filter(Boolean)]);
+  return Object.fromEntries(Object.entries(env).filter(([name]) => named.has(name) || providerPrefixes.some((prefix) => name.startsWith(prefix))));
 }
+
+/** How long a new provider has to pass its start check (provider-check.ts): it answers at once when it can. */
+const checkTimeoutMs = 10_000;
 
 /** One provider process: its port, and a line to set the environment of the engine it serves next. */
 class SlotProvider {
@@ -56,7 +71,7 @@ class SlotProvider {
   }
 
   static async start(settings: ProviderSlotSettings, log: Logger): Promise<SlotProvider> {
-    const child = spawn(settings.binary, [], { env: { ...withoutSecrets(process.env), ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(settings.binary, [], { env: { ...providerEnvironment(process.env), ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     // What the provider logs (client-go, klog) went to the engine's output before; it is debug here.
     createInterface({ input: child.stderr }).on("line", (line) => log.debug("kubernetes provider", { pid: child.pid, line }));
     child.on("error", (error) => log.warn("kubernetes provider process failed", { error: error.message }));
@@ -69,7 +84,20 @@ class SlotProvider {
       child.kill("SIGKILL");
       throw new Error(`the kubernetes provider printed no port (${port})`);
     }
-    return new SlotProvider(child, answers, port);
+    const provider = new SlotProvider(child, answers, port);
+    await provider.check(settings.binary);
+    return provider;
+  }
+
+  /** The start check: an empty environment acknowledged on its line, and an engine's Attach accepted. */
+  private async check(binary: string): Promise<void> {
+    try {
+      await this.setEnvironment({}, checkTimeoutMs);
+      await attachAccepted(this.port, checkTimeoutMs);
+    } catch (error) {
+      this.kill();
+      throw new SlotProtocolMismatch(binary, error instanceof Error ? error.message : String(error));
+    }
   }
 
   get alive(): boolean {
@@ -81,10 +109,10 @@ class SlotProvider {
   }
 
   /** Sets the environment of the next engine's provider (undefined unsets), once acknowledged. */
-  async setEnvironment(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+  async setEnvironment(env: Readonly<Record<string, string | undefined>>, timeoutMs = answerTimeoutMs): Promise<void> {
     const line = JSON.stringify(Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value ?? null])));
     this.child.stdin.write(`${line}\n`);
-    const reply = await answer(this.child, this.answers, "the operation's environment");
+    const reply = await answer(this.child, this.answers, "the operation's environment", timeoutMs);
     if (reply !== "ok") throw new Error(`the kubernetes provider refused the operation's environment: ${reply}`);
   }
 
@@ -95,11 +123,11 @@ class SlotProvider {
 }
 
 /** The next line the provider prints, within answerTimeoutMs; the process is killed if none comes. */
-async function answer(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, what: string): Promise<string> {
-  const next = await withinDeadline(lines.next(), answerTimeoutMs);
+async function answer(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, what: string, timeoutMs = answerTimeoutMs): Promise<string> {
+  const next = await withinDeadline(lines.next(), timeoutMs);
   if (next === timedOut) {
     child.kill("SIGKILL");
-    throw new Error(`the kubernetes provider (pid ${child.pid}) did not answer with ${what} within ${answerTimeoutMs / 1000} s; it was killed`);
+    throw new Error(`the kubernetes provider (pid ${child.pid}) did not answer with ${what} within ${timeoutMs / 1000} s; it was killed`);
   }
   if (next.done) throw new Error(`the kubernetes provider (pid ${child.pid}) exited before answering with ${what} (exit ${child.exitCode ?? child.signalCode})`);
   return next.value;
@@ -112,6 +140,7 @@ export class ProviderSlots {
   private readonly idle: { provider: SlotProvider; expiry: NodeJS.Timeout }[] = [];
   private readonly busy = new Set<SlotProvider>();
   private closed = false;
+  private mismatch: string | undefined;
 
   constructor(settings: ProviderSlotSettings, log: Logger) {
     this.settings = settings;
@@ -124,7 +153,8 @@ export class ProviderSlots {
    * back to the idle ones only if the operation succeeded and the process lives.
    */
   async attached<T>(engineEnv: Record<string, string>, operation: () => Promise<T>): Promise<T> {
-    const provider = await this.acquire();
+    const provider = await this.acquireOrFallBack();
+    if (!provider) return operation();
     let healthy = false;
     try {
       await provider.setEnvironment({ KUBECONFIG: engineEnv["KUBECONFIG"] });
@@ -136,6 +166,28 @@ export class ProviderSlots {
       delete engineEnv["PULUMI_DEBUG_PROVIDERS"];
       this.release(provider, healthy);
     }
+  }
+
+  /**
+   * An idle or new provider; undefined once a new one has failed its start check: from then on,
+   * each operation's engine starts a plugin of its own, as without kept providers. Said once, as
+   * a warning: the operator keeps working, at the cost the kept providers saved.
+   */
+  private async acquireOrFallBack(): Promise<SlotProvider | undefined> {
+    if (this.mismatch) return undefined;
+    try {
+      return await this.acquire();
+    } catch (error) {
+      if (!(error instanceof SlotProtocolMismatch)) throw error;
+      this.mismatch = error.message;
+      this.log.warn("kept providers are off", { error: error.message });
+      return undefined;
+    }
+  }
+
+  /** Why kept providers are off (a provider failed its start check), if they are. */
+  get fallback(): string | undefined {
+    return this.mismatch;
   }
 
   private async acquire(): Promise<SlotProvider> {

@@ -52,6 +52,8 @@ export type StackDriverSettings = EngineSettings &
     readonly providerSlots?: number;
     /** How long a kept provider may idle before it ends (provider-slots.ts; 30 s unless set). */
     readonly providerIdleMs?: number;
+    /** The kept providers' binary: the engines' own plugin unless set (a test gives one that fails the start check). */
+    readonly providerSlotBinary?: string;
   };
 
 export class StackDriver {
@@ -82,7 +84,7 @@ export class StackDriver {
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
     this.identities = new EngineIdentities(settings.identities, settings.kubeconfig, this.io);
-    this.providers = settings.providerSlots ? new ProviderSlots({ binary: providerPluginPath(settings.pulumiHome, settings.binaries.kubernetesProvider.version), env: { GOGC: engineGcPercent }, keep: settings.providerSlots, ...(settings.providerIdleMs ? { idleMs: settings.providerIdleMs } : {}) }, log) : undefined;
+    this.providers = settings.providerSlots ? new ProviderSlots({ binary: settings.providerSlotBinary ?? providerPluginPath(settings.pulumiHome, settings.binaries.kubernetesProvider.version), env: { GOGC: engineGcPercent }, keep: settings.providerSlots, ...(settings.providerIdleMs ? { idleMs: settings.providerIdleMs } : {}) }, log) : undefined;
   }
 
   /** One engine operation within its deadline, attached to a provider kept alive when there are (provider-slots.ts). */

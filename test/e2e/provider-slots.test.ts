@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import yaml from "js-yaml";
+import { RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import type { App } from "../../crds/types.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { processStat } from "../../operator/base/procfs.ts";
@@ -18,14 +18,12 @@ import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
 import { programFor } from "../../operator/pulumi/programs.ts";
 import { OperationTimedOut } from "../../operator/pulumi/stack-errors.ts";
-import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";
-import { StackDriver } from "../../operator/pulumi/stacks.ts";
-import { StateIo } from "../../operator/pulumi/state-io.ts";
-import { engineBinaries } from "../../toolchain/tools.ts";
+import type { StackDriver } from "../../operator/pulumi/stacks.ts";
 import { eventually, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { lockFiles, Workloads } from "../helpers/operator.ts";
 import { processesUnder } from "../helpers/proctree.ts";
+import { appStack, slotDriver, type SlotOptions } from "../helpers/slot-driver.ts";
 import { auditedRequests, type AuditedRequest } from "../../toolchain/cluster/audit.ts";
 
 const stateRoot = mkdtempSync(join(tmpdir(), "appstack-provider-slots-"));
@@ -34,33 +32,17 @@ const cluster = useCluster(async ({ cluster: c }) => installApi(kubeClients(c.ku
 const namespace = "default";
 const log = createLogger({ level: "error", format: "json", write: () => undefined });
 
-/** The kubeconfig of the cluster's admin acting as `user` (identities.ts takes a kubeconfig's text per user). */
-function adminAs(kubeconfig: string, user: string): string {
-  const config = yaml.load(readFileSync(kubeconfig, "utf8")) as { users: { user: Record<string, unknown> }[] };
-  for (const entry of config.users) entry.user["as"] = user;
-  return yaml.dump(config);
-}
-
 /** A driver of its own state folder whose engines attach to `slots` providers kept alive. */
-async function driverWith(name: string, slots: number, options: { operationTimeoutMs?: number; providerIdleMs?: number } = {}): Promise<{ driver: StackDriver; stateDir: string }> {
+async function driverWith(name: string, slots: number, options: SlotOptions = {}): Promise<{ driver: StackDriver; stateDir: string }> {
   const stateDir = join(stateRoot, name);
-  const kubeconfig = cluster().cluster.kubeconfig;
-  const io = new StateIo(60_000);
-  await io.makeFolder(join(stateDir, "backend"));
-  const driver = new StackDriver({
-    backendUrl: `file://${join(stateDir, "backend")}`, pulumiHome: join(stateDir, "home"), passphrase: "slots", binaries: engineBinaries(), kubeconfig,
-    workDir: await prepareWorkDir(join(stateDir, "work"), io), providerSlots: slots,
-    identities: { folder: join(stateDir, "identities"), kubeconfigAs: (user) => adminAs(kubeconfig, user) },
-    ...options,
-  }, log);
-  return { driver, stateDir };
+  return { driver: await slotDriver(cluster().cluster.kubeconfig, stateDir, slots, log, options), stateDir };
 }
 
 async function newApp(name: string): Promise<App> {
   return (await new Workloads(cluster().cluster.kubeconfig).create({ kind: "App", metadata: { name, namespace }, spec: { image: "nginx:1.27", replicas: 1 } })) as App;
 }
 
-const stackOf = (app: App) => `app.${namespace}.${app.metadata.name}`;
+const stackOf = appStack;
 
 async function deploymentImage(name: string): Promise<string | undefined> {
   return (await cluster().apps.readNamespacedDeployment({ name, namespace })).spec?.template.spec?.containers[0]?.image;
@@ -81,9 +63,11 @@ async function closed(driver: StackDriver): Promise<void> {
   await eventually("no provider process left", async () => (processesUnder(process.pid, "pulumi-resource").length === 0 ? true : undefined));
 }
 
-test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's, none with the operator's secrets", async () => {
-  // As the operator has it: the providers it starts must not (they talk to the API server alone).
-  process.env["APPSTACK_PASSPHRASE"] = "not-for-the-provider";
+test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's, none with the operator's secrets or an object store's credentials", async () => {
+  // As the operator has it: the providers it starts must not (they talk to the API server alone),
+  // nor an object store's credentials; a variable APPSTACK_PROVIDER_ENV names does.
+  const operatorOnly = { APPSTACK_PASSPHRASE: "not-for-the-provider", AWS_SECRET_ACCESS_KEY: "not-for-the-provider", AZURE_STORAGE_KEY: "not-for-the-provider" };
+  Object.assign(process.env, operatorOnly, { APPSTACK_PROVIDER_ENV: "AWS_PROFILE", AWS_PROFILE: "for-an-exec-plugin" });
   const { driver } = await driverWith("attach", 2);
   const apps = await Promise.all(["slot-1", "slot-2", "slot-3", "slot-4"].map(newApp));
   const seen = new Map<number, number>();
@@ -99,8 +83,12 @@ test("engines attach to the providers kept alive: six operations, two at a time,
   assert.ok(seen.size >= 1 && seen.size <= 2, `provider processes seen: ${[...seen.keys()].join(", ")}`);
   for (const [pid, parent] of seen) assert.equal(parent, process.pid, `provider ${pid} is a child of ${parent}, not of the operator: an engine started it`);
   assert.deepEqual(driver.providerPids.sort(), [...seen.keys()].sort(), "the same processes are still there, idle");
-  for (const pid of driver.providerPids) assert.ok(!readFileSync(`/proc/${pid}/environ`, "utf8").includes("not-for-the-provider"), `provider ${pid} has the passphrase in its environment`);
-  delete process.env["APPSTACK_PASSPHRASE"];
+  for (const pid of driver.providerPids) {
+    const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    assert.deepEqual(environ.filter((entry) => entry.endsWith("=not-for-the-provider")), [], `provider ${pid} has the operator's credentials in its environment`);
+    assert.ok(environ.includes("AWS_PROFILE=for-an-exec-plugin"), `provider ${pid} lacks what APPSTACK_PROVIDER_ENV names`);
+  }
+  for (const name of [...Object.keys(operatorOnly), "APPSTACK_PROVIDER_ENV", "AWS_PROFILE"]) delete process.env[name];
   assert.equal(await deploymentImage("slot-1"), "nginx:1.28");
   for (const name of ["slot-2", "slot-3", "slot-4"]) assert.equal(await deploymentImage(name), "nginx:1.27");
   await closed(driver);
@@ -199,6 +187,21 @@ test("a kept provider lists no Events, and its operations in a burst share one p
   });
   assert.deepEqual(withSlots, { eventLists: 0, openApiFetches: 1 });
   for (const name of ["burst-1", "burst-2", "burst-3"]) assert.equal(await deploymentImage(name), "nginx:1.27");
+  await closed(driver);
+});
+
+test("operations of many tenants on one API server share one parse of the OpenAPI document: the kept data is the server's, not each identity's", async () => {
+  const tenants = ["tenant-1", "tenant-2", "tenant-3", "tenant-4"];
+  const rbac = kubeClients(cluster().cluster.kubeconfig).config.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRoleBinding({ body: { metadata: { name: "provider-slots-tenants" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" }, subjects: tenants.map((name) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "User", name })) } });
+  const apps = await Promise.all(tenants.map((tenant) => newApp(`of-${tenant}`)));
+  const { driver } = await driverWith("tenants", 1);
+  // Each tenant's kubeconfig differs (its `as:` user); keyed by its bytes, each parsed its own document.
+  const requests = await providerRequestsDuring(async () => {
+    for (const [at, app] of apps.entries()) await driver.up(stackOf(app), programFor(app), { refresh: false, as: tenants[at] });
+  });
+  assert.equal(requests.openApiFetches, 1, `OpenAPI fetches over ${tenants.length} tenants: ${requests.openApiFetches}`);
+  for (const tenant of tenants) assert.equal(await deploymentImage(`of-${tenant}`), "nginx:1.27");
   await closed(driver);
 });
 

@@ -145,56 +145,28 @@ func (c *connections) releaseWhenIdle() {
 func (c *connections) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (c *connections) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// The calls of the provider protocol, each to the provider of the connection it came on.
+// The calls of the provider protocol go to the provider of the connection they came on: every
+// call the compiled protocol has (forward/), but Attach, which connections answers, and the calls
+// intercepts.go adds to, which are its methods too.
 
-func forward[Req, Res any](c *connections, ctx context.Context, req Req, call func(pulumirpc.ResourceProviderServer, context.Context, Req) (Res, error)) (Res, error) {
+// ownCalls are the calls connections answers itself or adds to.
+var ownCalls = map[string]bool{"Attach": true, "Configure": true, "Create": true, "Update": true, "Delete": true}
+
+// attachedProvider is the provider of the calling connection, or nil before its engine attaches.
+func (c *connections) attachedProvider(ctx context.Context) pulumirpc.ResourceProviderServer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.byPeer[peerOf(ctx)]; ok {
+		return a.provider
+	}
+	return nil
+}
+
+func toAttached[Req, Res any](c *connections, ctx context.Context, req Req, call func(pulumirpc.ResourceProviderServer, context.Context, Req) (Res, error)) (Res, error) {
 	p, err := c.of(ctx)
 	if err != nil {
 		var none Res
 		return none, err
 	}
 	return call(p, ctx, req)
-}
-
-func (c *connections) Parameterize(ctx context.Context, req *pulumirpc.ParameterizeRequest) (*pulumirpc.ParameterizeResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Parameterize)
-}
-func (c *connections) GetSchema(ctx context.Context, req *pulumirpc.GetSchemaRequest) (*pulumirpc.GetSchemaResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetSchema)
-}
-func (c *connections) CheckConfig(ctx context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.CheckConfig)
-}
-func (c *connections) DiffConfig(ctx context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.DiffConfig)
-}
-func (c *connections) Invoke(ctx context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Invoke)
-}
-func (c *connections) Call(ctx context.Context, req *pulumirpc.CallRequest) (*pulumirpc.CallResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Call)
-}
-func (c *connections) Check(ctx context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Check)
-}
-func (c *connections) Diff(ctx context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Diff)
-}
-func (c *connections) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Read)
-}
-func (c *connections) Construct(ctx context.Context, req *pulumirpc.ConstructRequest) (*pulumirpc.ConstructResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Construct)
-}
-func (c *connections) Cancel(ctx context.Context, req *emptypb.Empty) (*emptypb.Empty, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Cancel)
-}
-func (c *connections) GetPluginInfo(ctx context.Context, req *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetPluginInfo)
-}
-func (c *connections) GetMapping(ctx context.Context, req *pulumirpc.GetMappingRequest) (*pulumirpc.GetMappingResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetMapping)
-}
-func (c *connections) GetMappings(ctx context.Context, req *pulumirpc.GetMappingsRequest) (*pulumirpc.GetMappingsResponse, error) {
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.GetMappings)
 }

@@ -21,7 +21,7 @@ func (c *connections) Configure(ctx context.Context, req *pulumirpc.ConfigureReq
 	if err != nil {
 		return nil, err
 	}
-	key := connectionKey(req)
+	key := documentKey(req)
 	shared := c.schemas.get(key)
 	if shared != nil {
 		kubeprovider.AppstackUseSchema(p, shared)
@@ -39,17 +39,17 @@ func (c *connections) Configure(ctx context.Context, req *pulumirpc.ConfigureReq
 
 func (c *connections) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
 	defer c.dropSchemasFor(req.GetUrn())
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Create)
+	return toAttached(c, ctx, req, pulumirpc.ResourceProviderServer.Create)
 }
 
 func (c *connections) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
 	defer c.dropSchemasFor(req.GetUrn())
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Update)
+	return toAttached(c, ctx, req, pulumirpc.ResourceProviderServer.Update)
 }
 
 func (c *connections) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
 	defer c.dropSchemasFor(req.GetUrn())
-	return forward(c, ctx, req, pulumirpc.ResourceProviderServer.Delete)
+	return toAttached(c, ctx, req, pulumirpc.ResourceProviderServer.Delete)
 }
 
 // dropSchemasFor drops the shared OpenAPI data after a call on a CustomResourceDefinition (its

@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"appstack.dev/toolchain/kubernetes-provider/forward"
+
 	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/host"
 	kubeprovider "github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/provider"
 	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version"
@@ -28,12 +30,14 @@ func serveSlot() error {
 	perConnection := newConnections(func(engine host.HostClient) (pulumirpc.ResourceProviderServer, error) {
 		return kubeprovider.NewAppstackAttached(engine, "kubernetes", version.Version, pulumiSchema, terraformMapping)
 	})
+	unary, stream := forward.Interceptors(perConnection.attachedProvider, ownCalls)
 	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
 		Init: func(srv *grpc.Server) error {
 			pulumirpc.RegisterResourceProviderServer(srv, perConnection)
 			return nil
 		},
-		Options: append(rpcutil.OpenTracingServerInterceptorOptions(nil), grpc.StatsHandler(perConnection)),
+		Options: append(rpcutil.OpenTracingServerInterceptorOptions(nil), grpc.StatsHandler(perConnection),
+			grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)),
 	})
 	if err != nil {
 		return fmt.Errorf("fatal: %w", err)
