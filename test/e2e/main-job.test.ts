@@ -42,8 +42,8 @@ interface Run {
   readonly exited: Promise<{ code: number | null; printed: string }>;
 }
 
-function startMainJob(kubeconfig?: string, ...flags: string[]): Run {
-  const env: Record<string, string | undefined> = { ...process.env, XDG_STATE_HOME: home, APPSTACK_HEALTH_ADDR: "127.0.0.1:0", APPSTACK_LOG_FORMAT: "json", KUBECONFIG: kubeconfig };
+function startMainJob(kubeconfig?: string, flags: string[] = [], settings: Record<string, string> = {}): Run {
+  const env: Record<string, string | undefined> = { ...process.env, XDG_STATE_HOME: home, APPSTACK_HEALTH_ADDR: "127.0.0.1:0", APPSTACK_LOG_FORMAT: "json", KUBECONFIG: kubeconfig, ...settings };
   if (!kubeconfig) delete env["KUBECONFIG"];
   delete env["APPSTACK_STATE_DIR"];
   // Its own process group, as a shell gives a foreground job.
@@ -114,7 +114,7 @@ test("the main job with --samples, as a newcomer runs it twice: kubectl and kube
 
   // The same terminal still exports the first run's kubeconfig. This time the stacks are kept in a
   // PostgreSQL server beside the local cluster (docs/state-backends.md).
-  const second = startMainJob(kubeconfig, "--backend", "postgres");
+  const second = startMainJob(kubeconfig, ["--backend", "postgres"]);
   try {
     const fresh = await samplesReady(second);
     assert.notEqual(fresh, kubeconfig);
@@ -143,6 +143,33 @@ test("the main job with --samples, as a newcomer runs it twice: kubectl and kube
   assert.notEqual(stopped.code, 0, stopped.printed.split("\n").slice(-20).join("\n"));
   assert.match(stopped.printed, /second signal: stopping at once/);
   await assertNothingLeft(kubeconfig);
+});
+
+test("the main job with tenant identities (APPSTACK_DEFAULT_SERVICE_ACCOUNT=deployer): the local cluster's kubeconfig names its key files, and the samples are written as default's deployer once it may", async () => {
+  const run = startMainJob(undefined, [], { APPSTACK_DEFAULT_SERVICE_ACCOUNT: "deployer", APPSTACK_RETRY_BASE_MS: "1000", APPSTACK_RETRY_MAX_MS: "3000" });
+  let kubeconfig: string | undefined;
+  try {
+    kubeconfig = await eventually("the local cluster", async () => /export KUBECONFIG=(\S+)/.exec(run.output())?.[1], 120_000);
+    const workloads = new Workloads(kubeconfig);
+    // Written as the deployer, which may do nothing yet: the API server's 403 names it.
+    const refused = await workloads.condition("App", "default", "hello", "Stalled", "True");
+    assert.match(refused.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "", /system:serviceaccount:default:deployer/);
+    const grant = [
+      "kubectl create serviceaccount deployer",
+      "kubectl create role deployer --verb=get,list,watch,create,update,patch,delete --resource=deployments.apps,services",
+      "kubectl create rolebinding deployer --role=deployer --serviceaccount=default:deployer",
+    ];
+    shell(run.output(), grant.join("\n"));
+    await samplesReady(run);
+  } catch (error) {
+    console.error(run.output().split("\n").slice(-40).join("\n"));
+    throw error;
+  } finally {
+    run.ctrlC();
+  }
+  const { printed } = await run.exited;
+  assert.match(printed, /local cluster stopped and removed/);
+  if (kubeconfig) await assertNothingLeft(kubeconfig);
 });
 
 test("the main job refuses a kubeconfig that does not exist and is not one of its own clusters", () => {

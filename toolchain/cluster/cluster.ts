@@ -215,7 +215,12 @@ function writeCredentials(state: ClusterState, apiserverAddress: string, apiserv
   const { name, dir, server } = state;
   const pki = createClusterPki(serviceIp, apiserverAddress === "127.0.0.1" ? [] : [apiserverAddress]);
   writePki(dir, pki);
-  writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin), { mode: 0o600 });
+  // The admin's certificate and key as files the kubeconfig names, beside the cluster's other keys:
+  // tenant identities (APPSTACK_DEFAULT_SERVICE_ACCOUNT) refuse a kubeconfig that embeds its key.
+  const admin = { certificate: join(dir, "pki", "admin.crt"), key: join(dir, "pki", "admin.key") };
+  writeFileSync(admin.certificate, pki.admin.certPem, { mode: 0o600 });
+  writeFileSync(admin.key, pki.admin.keyPem, { mode: 0o600 });
+  writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin, admin), { mode: 0o600 });
   writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
   writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
   if (state.realNode) apiserverArgs.push(...apiserverNodeArgs(dir, pki));
