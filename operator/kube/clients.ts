@@ -12,6 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import { isWorkloadKind } from "../../components/kinds.ts";
 import { connectionPoolOf, type ConnectionPool } from "./connection-pool.ts";
+import { fencedSignal, WriteFenced, writeFenceOf } from "./write-fence.ts";
 import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 
 export interface KubeClients {
@@ -19,30 +20,6 @@ export interface KubeClients {
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
   readonly custom: CustomObjectsApi;
-}
-
-/**
- * A write refused before it was sent: the KubeConfig's writes are fenced (fenceWrites), as a
- * sharded replica's are once it no longer holds its shard lease by its own clock.
- */
-export class WriteFenced extends Error {
-  constructor(method: string, reason: string) {
-    super(`${method} not sent: ${reason}`);
-    this.name = "WriteFenced";
-  }
-}
-
-/** Per KubeConfig: why its writes may not be sent now, or undefined while they may. */
-const writeFences = new WeakMap<KubeConfig, () => string | undefined>();
-
-/**
- * Every request but a read of every client made from `config`, now and later, is checked against
- * `fenced` right before it is sent, and refused with WriteFenced while it names a reason. One
- * fence for every write path (status, children's server-side apply, finalizers, Events, RBAC
- * bindings): a process frozen between a check and its write, once it resumes, sends none.
- */
-export function fenceWrites(config: KubeConfig, fenced: () => string | undefined): void {
-  writeFences.set(config, fenced);
 }
 
 const readMethods = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -67,12 +44,14 @@ export function apiClient<T>(config: KubeConfig, api: new (configuration: Config
     promiseMiddleware: [{
       pre: (context) => {
         const method = String(context.getHttpMethod());
-        const fenced = readMethods.has(method) ? undefined : writeFences.get(config)?.();
+        const fence = readMethods.has(method) ? undefined : writeFenceOf(config);
+        const fenced = fence?.fenced();
         if (fenced) return Promise.reject(new WriteFenced(method, fenced));
         // Kubernetes impersonation: the API server authorizes the request as that user (a
         // ServiceAccount's, whose groups it adds itself), once it allowed this identity to impersonate it.
         if (impersonate) context.setHeaderParam("Impersonate-User", impersonate);
-        context.setSignal(AbortSignal.timeout(timeoutMs));
+        const deadline = AbortSignal.timeout(timeoutMs);
+        context.setSignal(fence ? fencedSignal(fence, method, deadline) : deadline);
         return Promise.resolve(context);
       },
       post: (response) => Promise.resolve(response),

@@ -19,6 +19,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
+import { WriteFenced } from "./write-fence.ts";
 import { createConfiguration, ResponseContext, SelfDecodingBody, wrapHttpLibrary, type HttpLibrary, type RequestContext } from "@kubernetes/client-node";
 
 export interface PoolLimits {
@@ -67,6 +68,10 @@ export class ConnectionPool {
       // The whole body inside the turn: the connection is free again only once it is read.
       const body = await response.body.binary();
       return new ResponseContext(response.httpStatusCode, response.headers, new SelfDecodingBody(Promise.resolve(body)));
+    } catch (error) {
+      // node-fetch rejects an aborted request with its own AbortError; the abort's reason (a write
+      // fence's WriteFenced: clients.ts) says why.
+      throw signal?.aborted && signal.reason instanceof WriteFenced ? signal.reason : error;
     } finally {
       this.next();
     }

@@ -169,6 +169,12 @@ export class LeaderElector {
     return this.state === "leading" && !this.stopped && this.renewedAt !== undefined && this.now() - this.renewedAt < this.settings.renewDeadlineMs;
   }
 
+  /** How long, by this clock, the lease is held from now unless renewed meanwhile; 0 when it is not. */
+  remainingMs(): number {
+    if (!this.holdsNow() || this.renewedAt === undefined) return 0;
+    return this.renewedAt + this.settings.renewDeadlineMs - this.now();
+  }
+
   /**
    * Ends the contest: acquire() gives up and no write takes the lease any more, but a lease held is
    * still renewed (and its loss still reported) until release(). A leader that shuts down keeps its

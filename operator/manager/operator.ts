@@ -4,7 +4,8 @@ import { engineFolders, type OperatorConfig } from "./config.ts";
 import { redactUrl } from "../base/redact.ts";
 import { BindingGuard } from "../controller/binding-guard.ts";
 import { EventRecorder } from "../controller/events.ts";
-import { briefError, fenceWrites, kubeClients, parseKey, type KubeClients } from "../kube/clients.ts";
+import { briefError, kubeClients, parseKey, type KubeClients } from "../kube/clients.ts";
+import { fenceWrites } from "../kube/write-fence.ts";
 import { impersonatingKubeconfig, operatorConnection } from "../kube/engine-kubeconfig.ts";
 import type { IdentitySettings } from "../pulumi/identities.ts";
 import { installPodCheck, type PodApi } from "../kube/peer-pods.ts";
@@ -36,7 +37,15 @@ export interface RunningOperator {
 export interface ShardMembership {
   readonly member: string;
   readonly holdsLease: () => boolean;
+  /** How long the shard Lease is held from now unless renewed: a write in flight then is aborted. */
+  readonly leaseRemainingMs?: () => number;
   readonly onDrained?: () => void;
+}
+
+/** A sharded replica's writes: none sent once it no longer holds its shard Lease, none left in flight once its time is up (write-fence.ts). */
+function fenceShardWrites(clients: KubeClients, shard: ShardMembership): void {
+  const fenced = () => (shard.holdsLease() ? undefined : "this replica no longer holds its shard lease");
+  fenceWrites(clients.config, shard.leaseRemainingMs ? { fenced, remainingMs: shard.leaseRemainingMs } : { fenced });
 }
 
 /**
@@ -69,7 +78,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
   const identities = engineIdentities(config);
   // Sharded, no write of this replica's reaches the API server once it no longer holds its shard
   // lease by its own clock: one resumed after a freeze exits without writing (docs/sharding.md).
-  if (shard) fenceWrites(clients.config, () => (shard.holdsLease() ? undefined : "this replica no longer holds its shard lease"));
+  if (shard) fenceShardWrites(clients, shard);
   const { pulumiHome, workDir } = engineFolders(config.stateDir);
   // Leading already: a state folder that does not answer must not stop the lease's renewal.
   const io = new StateIo(config.operationTimeoutMs);

@@ -55,7 +55,7 @@ export function runShardedReplica(config: OperatorConfig, binaries: EngineBinari
       stopAndExit("lost the shard lease; stopping every operation and exiting: the sharder gives its objects to other replicas");
     });
     try {
-      operator = await startOperator(config, binaries, log, metrics, starting.signal, { member, holdsLease: () => shardLease.holdsNow(), onDrained: () => shardMetrics.drains.inc() });
+      operator = await startOperator(config, binaries, log, metrics, starting.signal, { member, holdsLease: () => shardLease.holdsNow(), leaseRemainingMs: () => shardLease.remainingMs(), onDrained: () => shardMetrics.drains.inc() });
     } catch (error) {
       if (starting.signal.aborted) return log.info("stopped while starting; releasing the shard lease");
       log.error("the operator could not start; releasing the shard lease and exiting", { error: briefError(error) });
