@@ -3,7 +3,7 @@
 import { hostname } from "node:os";
 import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
-import { briefError, type KubeClients } from "../kube/clients.ts";
+import { briefError, keyOf, keyString, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import { redactKnownSecrets } from "../base/redact.ts";
 
@@ -25,14 +25,20 @@ export class EventRecorder {
     this.log = log;
   }
 
-  /** Forgets which Events the object of `uid` had: it left this replica's share, and what is said when it comes back is news. */
-  forget(uid: string): void {
-    for (const key of this.recent.keys()) if (key.startsWith(`${uid}/`)) this.recent.delete(key);
+  /**
+   * Forgets which Events the object of `objectKey` (its work key: kind/namespace/name) had, whatever
+   * its uid: it left this replica's share, and what is said when it comes back is news. By key, not
+   * uid, since a replica may learn of the move only once its cache has dropped the object (a dead
+   * owner's objects, reassigned at once).
+   */
+  forget(objectKey: string): void {
+    for (const key of this.recent.keys()) if (key.startsWith(`${objectKey}|`)) this.recent.delete(key);
   }
 
   record(object: Workload, type: EventType, reason: string, given: string): void {
     const message = redactKnownSecrets(given);
-    const key = `${object.metadata.uid}/${reason}/${message}`;
+    // The uid too: a new object of the same name is another object, and its Events are news.
+    const key = `${keyString(keyOf(object))}|${object.metadata.uid}/${reason}/${message}`;
     const now = Date.now();
     const last = this.recent.get(key);
     if (last !== undefined && now - last < repeatWindowMs) return;

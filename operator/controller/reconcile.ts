@@ -129,7 +129,7 @@ export class Reconciler {
     if (this.deps.watcher.unreadable(namespace)) return { outcome: "requeued", requeueAfterMs: maxUnreadableRetryMs };
     const cached = this.deps.watcher.workload(kind, namespace, name);
     // Not this replica's (any more): forgotten here, whatever its cache says; never deleted.
-    if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return this.letGo(key, stack, cached);
+    if (this.deps.shard && !(await this.deps.shard.admit(objectKey, cached))) return this.letGo(key, stack);
     failpoint("after-ownership-check", `${key}@${cached?.metadata.generation ?? 0}`);
     if (!cached) {
       // A deletion whose last step (letting the namespace's RBAC binding go) failed is retried here.
@@ -142,6 +142,8 @@ export class Reconciler {
       if (await readWorkload(this.deps.clients, objectKey)) return { outcome: "requeued", requeueAfterMs: busyRetryMs };
       this.deps.log.warn("object deleted without its finalizer; removing its stack state", { object: key, stack });
       await this.deps.driver.forget(stack);
+      // Its plans too: a plan waiting for approval outlives nothing else of the object.
+      await this.deps.plans.discard(stack);
       // It had the operator's finalizer (its stack exists), removed by hand: it may have been the last to hold the binding.
       await this.deps.bindingGuard.releaseIfUnused(namespace);
       return { outcome: "forgotten" };
@@ -162,10 +164,10 @@ export class Reconciler {
    * stack from now on, and the object may come back: nothing remembered of it here may outlive
    * its stay (the status last written, the stack's pending operations and selection, its Events).
    */
-  private letGo(key: string, stack: string, cached: Workload | undefined): HandlerResult {
+  private letGo(key: string, stack: string): HandlerResult {
     this.reporter.forgetObject(key);
     this.deps.driver.letGo(stack);
-    if (cached) this.deps.events.forget(cached.metadata.uid);
+    this.deps.events.forget(key);
     return { outcome: "moved" };
   }
 

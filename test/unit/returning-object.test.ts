@@ -283,6 +283,25 @@ test("an Event the replica recorded before the object left is recorded again aft
   assert.equal(api.events, 2, "after its stay with C, A says again that the Deployment is paused");
 });
 
+test("a dead owner's object, reassigned at once (its cache dropped it before its reconcile let it go): its Events are news again when it comes back", async () => {
+  const api = new FakeApi();
+  const { url } = backend("dead-owner-events");
+  const a = new Replica(api, "replica-a", url);
+  api.deployment = { ...api.deployment, spec: { ...api.deployment.spec!, paused: true } };
+  a.sync();
+  await a.reconcile();
+  assert.equal(api.events, 1, "A records DeploymentPaused");
+  // The sharder took A for dead and gave the object to C, no drain: A's cache drops it first.
+  api.label({ [shardOwnerLabel]: "replica-c" });
+  a.sync();
+  assert.equal(a.cached, undefined);
+  assert.equal(await a.reconcile(), "moved");
+  api.label({ [shardOwnerLabel]: "replica-a" });
+  a.sync();
+  await a.reconcile();
+  assert.equal(api.events, 2, "back with A, which says again that the Deployment is paused");
+});
+
 test("a first finalizer refused because the object changed since the cache read it is tried again soon, not reported as a failure", async () => {
   const api = new FakeApi();
   const a = new Replica(api, "replica-a", backend("finalizer").url);
