@@ -182,9 +182,9 @@ export class Reconciler {
     if (isSuspended(object)) return this.suspended(object, stack, applied, current, observed);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
     const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
-    const held = await this.heldByDependencies(object, stack, decision, observed, current);
-    if (held) return held.result;
     const request = pendingRequest(object);
+    const held = await this.heldByDependencies(object, stack, decision, observed, current, request);
+    if (held) return held.result;
     if (request === undefined && decision.action === "none" && (await this.deps.driver.hasPendingOperations(stack))) return this.finishInterrupted(object, stack, key, observed, log, current);
     // Under Preview an `up` needs an approval; what a request asks for without one is a refresh.
     if (object.spec.updatePolicy === "Preview" && request !== undefined) return this.refreshThenGate(object, stack, key, decision, observed, log, current, { why: "requested", reason: requestReason(request), requested: request });
@@ -247,9 +247,9 @@ export class Reconciler {
    * says for what (a cycle: Stalled, with its Warning Event). Undefined when nothing holds it. No
    * retry is due: a dependency's change queues this object (watch.ts). A plan that waited for
    * approval is withdrawn, as under suspend: it may not be applied before the dependencies are
-   * Ready, and they may change meanwhile. A pending reconcile request is recorded as handled.
+   * Ready, and they may change meanwhile. A pending reconcile request (`request`) is recorded as handled.
    */
-  private async heldByDependencies(object: Workload, stack: string, decision: Decision, observed: Observed, current: StackStatus): Promise<{ result: HandlerResult } | undefined> {
+  private async heldByDependencies(object: Workload, stack: string, decision: Decision, observed: Observed, current: StackStatus, request: string | undefined): Promise<{ result: HandlerResult } | undefined> {
     if (!holdsApply(decision) || !dependenciesOf(object).length) return undefined;
     const { lookup, otherShard } = await this.dependencyGraph(object);
     const phase = dependencyPhase(object, lookup, decision.reason);
@@ -258,7 +258,7 @@ export class Reconciler {
     if (phase.kind === "progressing") this.deps.events.record(object, "Normal", phase.reason, phase.message);
     // A reconcile request is answered now, with the wait: `appstack reconcile` returns naming the
     // dependencies rather than wait out its deadline. The held spec is applied once they are Ready.
-    if (decision.requested !== undefined) this.reporter.handled(object, decision.requested);
+    if (request !== undefined) this.reporter.handled(object, request);
     const result = await this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
     return { result: otherShard ? { outcome: "requeued", requeueAfterMs: otherShardDependencyRecheckMs } : result };
   }

@@ -85,9 +85,9 @@ test("its dependency created but held back (suspended, never applied): the App i
   await nothingApplied("Memcached", "cache");
 });
 
-test("`appstack reconcile` of the held App answers at once, naming the dependency, instead of waiting out its deadline", () => {
+test("`appstack reconcile` of the held App answers at once, naming the dependency, instead of waiting out its deadline", async () => {
   // --timeout=1h: were the request not answered, the command would outlive the test's own deadline.
-  const result = appstackCli(cluster().cluster.kubeconfig, "reconcile", "app/web", "-n", namespace, "--timeout=1h");
+  const result = await appstackCli(cluster().cluster.kubeconfig, "reconcile", "app/web", "-n", namespace, "--timeout=1h");
   assert.equal(result.status, 1, result.stderr);
   assert.match(result.stderr, /app\/web in namespace default: held back by spec\.dependsOn \(DependencyNotReady\): waiting for Memcached\/cache: not Ready for generation 1 \(Suspended\)/);
   assert.doesNotMatch(result.stderr, /deadline/);

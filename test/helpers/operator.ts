@@ -1,6 +1,6 @@
 // Runs the operator as users run it: its own process, against a test cluster, state in a temporary
 // folder. The test reads results from the API server, never from the operator.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -230,10 +230,17 @@ export function previewCli(target: { kubeconfig: string; stateDir: string; scrat
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-/** `appstack <args>` as `npx appstack` runs it, against a cluster; stdin is no terminal; ended after 3 minutes. */
-export function appstackCli(kubeconfig: string, ...args: string[]): CliResult {
-  const result = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ["ignore", "pipe", "pipe"], timeout: 180_000 });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+/**
+ * `appstack <args>` as `npx appstack` runs it, against a cluster; stdin is no terminal; ended
+ * after 3 minutes. Not spawnSync: this process must go on reading the output of the operator it
+ * started, or the operator blocks on its full pipe and answers nothing.
+ */
+export function appstackCli(kubeconfig: string, ...args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ["--import", "tsx", join(repoRoot, "operator/cmd/cli.ts"), ...args], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 180_000 }, (error, stdout, stderr) => {
+      resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr });
+    }).stdin?.end();
+  });
 }
 
 /** `kubectl appstack <args>` (the pinned kubectl, the plugin in `pluginBin` first on PATH) against a cluster; stdin is no terminal. */
