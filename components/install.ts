@@ -3,9 +3,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
-import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
-import { shardLabelsPolicy } from "../crds/shard-labels.ts";
 import { isPostgresUrl, sharedBackendRefusal } from "../operator/base/shared-backend.ts";
+import { admissionPolicies } from "./admission-policies.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
 
@@ -263,13 +262,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
     const bindingName = `${operatorName}-${name}`;
     const labels = { "app.kubernetes.io/name": operatorName, "app.kubernetes.io/instance": name, "app.kubernetes.io/part-of": "appstack" };
     const crds = new AppstackCrds(`${name}-crds`, {}, { parent: this });
-    // The API server's own guard against taking over an object appstack did not create.
-    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(`${name}-ownership`, ownershipPolicy as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs, { parent: this });
-    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(`${name}-ownership`, ownershipPolicyBinding as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs, { parent: this, dependsOn: [policy] });
-    // Only the operator's ServiceAccount sets, changes or removes the shard labels of the objects.
-    const [shardPolicy, shardBinding] = shardLabelsPolicy([operatorUser(args)]);
-    const shards = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(`${name}-shard-labels`, shardPolicy as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs, { parent: this });
-    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(`${name}-shard-labels`, shardBinding as unknown as k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs, { parent: this, dependsOn: [shards] });
+    admissionPolicies(name, operatorUser(args), this);
     // Every pod of the operator's namespace is checked against Pod Security restricted, the operator's own included.
     const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: args.namespace ?? "appstack-system", labels: { ...labels, ...enforceRestricted } } }, { parent: this });
     const namespace = ns.metadata.name;

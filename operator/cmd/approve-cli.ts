@@ -3,8 +3,11 @@
 // was read at: when the object changed since, the API server refuses it (409), and the plan is
 // read again: the same plan is approved, another one is refused, since the person saw a
 // different one. The operator applies only the waiting plan of that id (controller/approval.ts).
+// Writing the annotation takes the RBAC verb approve besides patch (crds/approval.ts): a refusal
+// says which rule grants it.
 import { createInterface } from "node:readline/promises";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { approvalPolicyName, approvalRights } from "../../crds/approval.ts";
 import { approveAnnotation, group, plurals, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { isConflict, readWorkload, type KubeClients } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
@@ -36,6 +39,16 @@ export function describePlan(label: string, preview: PreviewStatus, now = new Da
 
 class Refused extends Error {}
 
+/**
+ * The API server's 403 to the approval's write, and what grants it: the approval policy's refusal
+ * already names the rule (approve); RBAC's names the verb patch only, though approve is needed too.
+ */
+function forbidden(error: unknown, kind: WorkloadKind): Refused | undefined {
+  if ((error as { code?: number } | null)?.code !== 403) return undefined;
+  const text = errorText(error);
+  return new Refused(`not approved: ${text}${text.includes(approvalPolicyName) ? "" : `; ${approvalRights(plurals[kind], ["patch", "approve"])}`}`);
+}
+
 async function confirm(planId: string): Promise<void> {
   if (!process.stdin.isTTY) throw new Refused(`not approved: there is no terminal to ask on; pass --yes to approve plan ${planId} without asking`);
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
@@ -47,13 +60,17 @@ async function confirm(planId: string): Promise<void> {
   }
 }
 
-/** The annotation, if the object is still at `resourceVersion`. */
+/** The annotation, if the object is still at `resourceVersion`; a 403 says what grants it. */
 async function writeApproval(clients: KubeClients, kind: WorkloadKind, object: Workload, planId: string): Promise<void> {
   const body = { metadata: { resourceVersion: object.metadata.resourceVersion, annotations: { [approveAnnotation]: planId } } };
-  await clients.custom.patchNamespacedCustomObject(
-    { group, version, plural: plurals[kind], namespace: object.metadata.namespace, name: object.metadata.name, body, fieldManager: approveFieldManager },
-    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-  );
+  try {
+    await clients.custom.patchNamespacedCustomObject(
+      { group, version, plural: plurals[kind], namespace: object.metadata.namespace, name: object.metadata.name, body, fieldManager: approveFieldManager },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  } catch (error) {
+    throw forbidden(error, kind) ?? error;
+  }
 }
 
 /** The object and the plan that waits in its status; refused when none waits. */

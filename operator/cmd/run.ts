@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { approvalPolicyName } from "../../crds/approval.ts";
 import { ownershipPolicyName } from "../../crds/ownership.ts";
 import { shardLabelsPolicyName } from "../../crds/shard-labels.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
@@ -114,8 +115,8 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   try {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);
-    // The shard labels' policy names this process's user (the kubeconfig's) as the operator's.
-    log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}` });
+    // The shard labels' and the approval's policies name this process's user (the kubeconfig's) as the operator's.
+    log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}, ${approvalPolicyName}` });
     const operator = await startService(config, engineBinaries(), log);
     if (withSamples) {
       const files = await sampleFiles(cluster, say);

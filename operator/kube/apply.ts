@@ -5,6 +5,7 @@ import { ApiextensionsV1Api, AuthenticationV1Api, KubernetesObjectApi, loadYaml,
 import { setTimeout as sleep } from "node:timers/promises";
 import { fieldManager } from "../../components/metadata.ts";
 import { apiPolicies, customResourceDefinitions } from "../../crds/index.ts";
+import { approvalPolicy } from "../../crds/approval.ts";
 import { shardLabelsPolicy } from "../../crds/shard-labels.ts";
 import { apiClient, type KubeClients } from "./clients.ts";
 
@@ -36,14 +37,18 @@ export async function userOf(clients: KubeClients): Promise<string> {
 
 export interface InstallApiOptions {
   readonly timeoutMs?: number;
-  /** Who may set the shard labels (crds/shard-labels.ts): by default the user of `clients`, the operator's own when it installs the API itself (`npm start`). */
+  /**
+   * Who may set the shard labels (crds/shard-labels.ts) and is never asked for the approve verb
+   * (crds/approval.ts): by default the user of `clients`, the operator's own when it installs the
+   * API itself (`npm start`).
+   */
   readonly operatorUsers?: readonly string[];
 }
 
 /** Applies appstack's API (the CRDs and the admission policies) and waits until the API server serves the CRDs. */
 export async function installApi(clients: KubeClients, { timeoutMs = 60_000, operatorUsers }: InstallApiOptions = {}): Promise<void> {
-  const shardLabels = shardLabelsPolicy(operatorUsers ?? [await userOf(clients)]);
-  await applyObjects(clients, [...customResourceDefinitions, ...apiPolicies, ...shardLabels]);
+  const users = operatorUsers ?? [await userOf(clients)];
+  await applyObjects(clients, [...customResourceDefinitions, ...apiPolicies, ...shardLabelsPolicy(users), ...approvalPolicy(users)]);
   const api = apiClient(clients.config, ApiextensionsV1Api);
   const deadline = performance.now() + timeoutMs;
   for (const crd of customResourceDefinitions) {

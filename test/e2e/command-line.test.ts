@@ -17,7 +17,7 @@ import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { denyWrites, holdWrites } from "../helpers/hold.ts";
-import { appstackAs, grantPerson } from "../helpers/person.ts";
+import { appstackAs, approverRules, grantPerson, kubectlAs } from "../helpers/person.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { fieldManager } from "../../components/metadata.ts";
 import { disposeOperator, stackHistoryEntries, stackHistoryFolder, startOperatorProcess, Workloads, type CliResult, type OperatorProcess } from "../helpers/operator.ts";
@@ -286,7 +286,7 @@ test("status: exit 0 once nothing needs a person (the plan approved, the conflic
   assert.deepEqual([after?.metadata?.uid, after?.metadata?.generation], [theirClash?.metadata?.uid, theirClash?.metadata?.generation], "the other party's Deployment is untouched");
 });
 
-test("a person with only a kubeconfig and a Role in one namespace (get, list, patch): history, status and approve there; refused in another namespace", async () => {
+test("a person with only a kubeconfig and a Role in one namespace (get, list, patch): history and status there, not approve (the verb approve), which an approver does; refused in another namespace", async () => {
   const { cluster: local } = cluster();
   const kc = loadKubeConfig(local.kubeconfig);
   await grantPerson(kc, "alice", namespace);
@@ -303,11 +303,35 @@ test("a person with only a kubeconfig and a Role in one namespace (get, list, pa
   assert.ok((JSON.parse(status.stdout) as ObjectState[]).some((state) => state.name === "web"));
 
   await workloads.create({ kind: "App", metadata: { name: "alices", namespace }, spec: { image: "nginx:1.27", replicas: 1, port: 80, updatePolicy: "Preview" } });
-  const waiting = await workloads.condition("App", namespace, "alices", "Ready", "False");
-  assert.equal(waiting.status?.conditions?.find((c) => c.type === "Ready")?.reason, "AwaitingApproval");
-  const approved = await as("approve", "app/alices", "-n", namespace, "--yes");
+  const { preview } = await workloads.previewOf("App", namespace, "alices");
+  // patch writes the annotation, but approving is a verb of its own (crds/approval.ts): the API
+  // server refuses alice's approval, kubectl's and the command's, naming the rule that grants it.
+  const grants = /needs the RBAC verb approve on apps\.appstack\.dev: a Role rule \{apiGroups: \[appstack\.dev\], resources: \[apps\], verbs: \[approve\]\}/;
+  const annotated = await kubectlAs(local.kubeconfig, "alice", ["annotate", "app", "alices", `${approveAnnotation}=${preview.planId}`, "-n", namespace]);
+  assert.notEqual(annotated.status, 0, annotated.stdout);
+  assert.match(annotated.stderr, /ValidatingAdmissionPolicy 'appstack\.dev-approve' .*denied request: alice may not approve/);
+  assert.match(annotated.stderr, grants);
+  const refusedApproval = await as("approve", "app/alices", "-n", namespace, "--yes");
+  assert.equal(refusedApproval.status, 1, refusedApproval.stderr);
+  assert.match(refusedApproval.stderr, /^appstack approve: not approved: HTTP 403: .*alice may not approve/);
+  assert.match(refusedApproval.stderr, grants);
+  // Her other edits go through; the plan still waits, unapproved, and nothing is applied.
+  assert.equal((await kubectlAs(local.kubeconfig, "alice", ["label", "app", "alices", "reviewer=bob", "-n", namespace])).status, 0);
+  const unapproved = (await workloads.get("App", namespace, "alices")) as App;
+  assert.deepEqual([unapproved.metadata.labels?.["reviewer"], unapproved.metadata.annotations?.[approveAnnotation], unapproved.status?.preview?.planId], ["bob", undefined, preview.planId]);
+  assert.equal(unapproved.status?.conditions?.find((c) => c.type === "Ready")?.reason, "AwaitingApproval");
+  assert.equal(await deployment("alices"), undefined);
+  // Carol may only read: RBAC refuses her the patch, and the command names both verbs.
+  await grantPerson(kc, "carol", namespace, [{ apiGroups: ["appstack.dev"], resources: ["apps"], verbs: ["get", "list"] }]);
+  const readOnly = await appstackAs(local.kubeconfig, bin, "carol", "approve", "app/alices", "-n", namespace, "--yes");
+  assert.equal(readOnly.status, 1, readOnly.stderr);
+  assert.match(readOnly.stderr, /User "carol" cannot patch resource "apps".*; approving needs the RBAC verbs patch and approve on apps\.appstack\.dev: a Role rule \{apiGroups: \[appstack\.dev\], resources: \[apps\], verbs: \[patch, approve\]\}/);
+  // Bob, whose Role adds approve, approves her plan: the author and the approver are two people.
+  await grantPerson(kc, "bob", namespace, approverRules);
+  const approved = await appstackAs(local.kubeconfig, bin, "bob", "approve", "app/alices", "-n", namespace, "--yes");
   assert.equal(approved.status, 0, approved.stderr);
   await workloads.ready("App", namespace, "alices");
+  assert.deepEqual((await history("App", "alices")).map((r) => [r.why, r.plan]), [["approved", preview.planId]]);
 
   // Another team's namespace: the API server's refusal, in its words.
   for (const args of [["history", "app/team-b-web"], ["status"], ["approve", "app/team-b-web", "--yes"]]) {

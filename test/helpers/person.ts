@@ -11,8 +11,11 @@ import { RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { toolPath } from "../../toolchain/tools.ts";
 import type { CliResult } from "./operator.ts";
 
-/** What a team member may do with the objects of their namespace: read them, and approve a plan (a patch). */
+/** What a team member may do with the objects of their namespace: read and edit them, not approve their plans. */
 export const teamRules: V1PolicyRule[] = [{ apiGroups: ["appstack.dev"], resources: ["apps", "memcacheds"], verbs: ["get", "list", "patch"] }];
+
+/** A team member who may also approve plans: the RBAC verb approve (crds/approval.ts) besides patch, which writes the approval. */
+export const approverRules: V1PolicyRule[] = [{ apiGroups: ["appstack.dev"], resources: ["apps", "memcacheds"], verbs: ["get", "list", "patch", "approve"] }];
 
 /** Gives `user` `rules` in `namespace`, and nothing else. */
 export async function grantPerson(kc: KubeConfig, user: string, namespace: string, rules: V1PolicyRule[] = teamRules): Promise<void> {
@@ -27,10 +30,16 @@ export async function grantPerson(kc: KubeConfig, user: string, namespace: strin
  * and the kubeconfig in the environment: no state folder, backend URL or passphrase.
  */
 export function appstackAs(kubeconfig: string, pluginBin: string, user: string, ...args: string[]): Promise<CliResult> {
+  return kubectlAs(kubeconfig, user, ["appstack", ...args], pluginBin);
+}
+
+/** The pinned `kubectl ARGS --as USER` (`kubectl annotate`, say), with `pluginBin`, if any, first on PATH. */
+export function kubectlAs(kubeconfig: string, user: string, args: readonly string[], pluginBin?: string): Promise<CliResult> {
   // A home of its own, empty: no ~/.kube, ~/.pulumi or appstack state of this machine's.
   const home = mkdtempSync(join(tmpdir(), "appstack-person-"));
+  const path = [...(pluginBin ? [pluginBin] : []), process.env["PATH"] ?? ""].join(":");
   return new Promise((resolve) => {
-    execFile(toolPath("kubectl"), ["appstack", ...args, `--as=${user}`], { env: { PATH: `${pluginBin}:${process.env["PATH"] ?? ""}`, KUBECONFIG: kubeconfig, HOME: home }, timeout: 120_000, encoding: "utf8" }, (error, stdout, stderr) => {
+    execFile(toolPath("kubectl"), [...args, `--as=${user}`], { env: { PATH: path, KUBECONFIG: kubeconfig, HOME: home }, timeout: 120_000, encoding: "utf8" }, (error, stdout, stderr) => {
       rmSync(home, { recursive: true, force: true });
       resolve({ status: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
     });

@@ -196,6 +196,22 @@ test("only the operator's ServiceAccount may set, change or remove the shard lab
   assert.deepEqual(binding, { policyName: "appstack.dev-shard-labels", validationActions: ["Deny"] });
 });
 
+type PolicySpec = { matchConstraints: { resourceRules: { resources: string[]; operations: string[] }[] }; matchConditions: { expression: string }[]; validations: { expression: string; message: string; messageExpression: string }[] };
+
+test("approving a plan is the RBAC verb approve: the install's policy asks the authorizer for it on the requested kind when the approval is set or changed, never of the operator's ServiceAccount", async () => {
+  const installed = new install.AppstackInstall("approvers", { passphrase: "p", namespace: "ops" });
+  const policy = (await inputsOf(installed, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "approvers-approve"))["spec"] as PolicySpec;
+  assert.deepEqual(policy.matchConstraints.resourceRules.map((r) => [r.resources, r.operations]), [[["apps", "memcacheds"], ["CREATE", "UPDATE"]]]);
+  assert.deepEqual(policy.matchConditions.map((c) => c.expression), ['!(request.userInfo.username in ["system:serviceaccount:ops:appstack-operator"])']);
+  const [validation] = policy.validations;
+  // Only a write that approves asks; the check names the requested resource, so one rule holds for both kinds.
+  assert.match(validation!.expression, /^!variables\.approves \|\| authorizer\.group\('appstack\.dev'\)\.resource\(request\.resource\.resource\)\.namespace\(request\.namespace\)\.name\(request\.name\)\.check\('approve'\)\.allowed\(\)$/);
+  assert.match(validation!.message, /needs the RBAC verb approve on apps\.appstack\.dev: a Role rule \{apiGroups: \[appstack\.dev\], resources: \[apps\], verbs: \[approve\]\}/);
+  assert.match(validation!.messageExpression, /resources: \[' \+ request\.resource\.resource \+ '\], verbs: \[approve\]\}'$/);
+  const binding = (await inputsOf(installed, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "approvers-approve"))["spec"] as { policyName: string; validationActions: string[] };
+  assert.deepEqual(binding, { policyName: "appstack.dev-approve", validationActions: ["Deny"] });
+});
+
 // Last: it sets the stack's configuration, and the program runs once per process (a module).
 test("the install program (index.ts) refuses more than one replica on a backend URL that is not PostgreSQL", async () => {
   pulumi.runtime.setAllConfig({ "appstack:replicas": "2", "appstack:backendUrl": "s3://bucket", "appstack:passphrase": "p" }, ["appstack:backendUrl", "appstack:passphrase"]);

@@ -33,7 +33,7 @@ test("a rendered install holds every object of the install in the order kubectl 
   const objects = yaml.loadAll(rendered.stdout) as Manifest[];
   const names = objects.map((object) => `${object.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}`);
   assert.deepEqual(names.filter((name) => name.startsWith("CustomResourceDefinition")), ["CustomResourceDefinition /apps.appstack.dev", "CustomResourceDefinition /memcacheds.appstack.dev"]);
-  for (const expected of ["Namespace /appstack-system", "ServiceAccount appstack-system/appstack-operator", "Deployment appstack-system/appstack-operator", "PersistentVolumeClaim appstack-system/appstack-operator-state", "RoleBinding team-a/appstack-operator-appstack", "RoleBinding team-b/appstack-operator-appstack", "ValidatingAdmissionPolicy /appstack.dev-ownership"]) {
+  for (const expected of ["Namespace /appstack-system", "ServiceAccount appstack-system/appstack-operator", "Deployment appstack-system/appstack-operator", "PersistentVolumeClaim appstack-system/appstack-operator-state", "RoleBinding team-a/appstack-operator-appstack", "RoleBinding team-b/appstack-operator-appstack", "ValidatingAdmissionPolicy /appstack.dev-ownership", "ValidatingAdmissionPolicy /appstack.dev-approve"]) {
     assert.ok(names.includes(expected), `${expected} in ${names.join(", ")}`);
   }
   // CRDs, then the namespace, before anything that lives in it.

@@ -1,0 +1,69 @@
+// Approving a plan is writing the annotation appstack.dev/approve (types.ts), a patch: without this
+// policy whoever may edit an App may also approve its plans, so the author of a change could wave
+// it through alone. The policy makes approving a right of its own, the custom RBAC verb `approve`
+// on the kind's resource (apps, memcacheds), which a Role grants like any verb: a create or update
+// that sets the annotation, or changes its value, is refused unless the API server's authorizer
+// says the requester may `approve` that object. Removing it is not approving (the operator removes
+// it once used, controller/approval.ts; a person may withdraw one), and the operator's own user is
+// never checked.
+import { approveAnnotation, group, plurals } from "./types.ts";
+
+export const approvalPolicyName = "appstack.dev-approve";
+
+/** What a person needs to approve a plan of `plural`, as the policy and `kubectl appstack approve` say it. */
+export function approvalRights(plural: string, verbs: readonly string[] = ["approve"]): string {
+  const named = verbs.length > 1 ? `verbs ${verbs.join(" and ")}` : `verb ${verbs.join("")}`;
+  return `approving needs the RBAC ${named} on ${plural}.${group}: a Role rule {apiGroups: [${group}], resources: [${plural}], verbs: [${verbs.join(", ")}]}`;
+}
+
+const annotations = (object: string) => `${object} != null && has(${object}.metadata.annotations) ? ${object}.metadata.annotations : {}`;
+const key = `'${approveAnnotation}'`;
+/** The resource as the request names it (apps or memcacheds), spliced into the CEL string of the message. */
+const requestedPlural = "' + request.resource.resource + '";
+const refusal = `setting ${approveAnnotation} approves a plan; `;
+
+/**
+ * The policy and its binding for the operator's users (as the API server names them: the install's
+ * ServiceAccount, system:serviceaccount:NS:NAME; under `npm start`, the kubeconfig's user).
+ */
+export function approvalPolicy(operatorUsers: readonly string[]) {
+  const meta = { name: approvalPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } };
+  const policy = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy",
+    metadata: meta,
+    spec: {
+      failurePolicy: "Fail",
+      matchConstraints: {
+        resourceRules: [{ apiGroups: [group], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: [plurals.App, plurals.Memcached] }],
+      },
+      // A JSON array of strings is a CEL list of strings: each name quoted and escaped.
+      matchConditions: [{ name: "not-the-operator", expression: `!(request.userInfo.username in ${JSON.stringify(operatorUsers)})` }],
+      variables: [
+        { name: "annotations", expression: annotations("object") },
+        { name: "oldAnnotations", expression: annotations("oldObject") },
+        // Set where it was not, or set to another plan id; not a removal, not a write that keeps it.
+        {
+          name: "approves",
+          expression: `${key} in variables.annotations && !(${key} in variables.oldAnnotations && variables.oldAnnotations[${key}] == variables.annotations[${key}])`,
+        },
+      ],
+      validations: [
+        {
+          // Only an approval asks the authorizer: every other write is left to RBAC's patch and update.
+          expression: `!variables.approves || authorizer.group('${group}').resource(request.resource.resource).namespace(request.namespace).name(request.name).check('approve').allowed()`,
+          message: `${refusal}${approvalRights("apps")} (memcacheds for a Memcached)`,
+          messageExpression: `request.userInfo.username + ' may not approve: ${refusal}${approvalRights(requestedPlural)}'`,
+          reason: "Forbidden",
+        },
+      ],
+    },
+  } as const;
+  const binding = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding",
+    metadata: meta,
+    spec: { policyName: approvalPolicyName, validationActions: ["Deny"] },
+  } as const;
+  return [policy, binding] as const;
+}
