@@ -11,6 +11,13 @@ export const managedBy = "appstack";
 export const fieldManager = "appstack";
 const fieldManagerAnnotation = "pulumi.com/patchFieldManager";
 
+/** The provider's annotations every child carries (childMetadata), which an orphaned child loses. */
+export const pulumiAnnotations = {
+  "pulumi.com/skipAwait": "true",
+  "pulumi.com/patchForce": "true",
+  [fieldManagerAnnotation]: fieldManager,
+} as const;
+
 /** The object a stack belongs to: enough to label, select and own its children. */
 export interface Owner {
   readonly kind: WorkloadKind;
@@ -43,7 +50,7 @@ export function childMetadata(owner: Owner, appName: string) {
     // a field appstack owns is drift to undo, not a conflict to report.
     // A named field manager (the provider's default is random per resource): managedFields say
     // which fields appstack owns, and an imperative edit of them can be handed back to it.
-    annotations: { "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true", [fieldManagerAnnotation]: fieldManager },
+    annotations: { ...pulumiAnnotations },
     // A backstop: if the finalizer is ever removed by hand, the garbage collector still cleans up.
     ownerReferences: [{ apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
   };

@@ -1,6 +1,6 @@
 // App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
 // the reason instead of the operator finding out later.
-import { ageColumn, customResourceDefinition, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
+import { ageColumn, customResourceDefinition, deletionPolicySchema, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
 
 export const imageSchema: JsonSchema = {
   type: "string",
@@ -102,6 +102,7 @@ export const appSpecSchema: JsonSchema = {
     updatePolicy: updatePolicySchema,
     podSecurity: podSecuritySchema("Baseline"),
     suspend: suspendSchema,
+    deletionPolicy: deletionPolicySchema,
     dependsOn: dependsOnSchema,
     serviceAccountName: serviceAccountNameSchema,
   },

@@ -1,6 +1,6 @@
 // Memcached: the classic operator example, as an appstack kind.
 import { imageSchema } from "./app.ts";
-import { ageColumn, customResourceDefinition, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
+import { ageColumn, customResourceDefinition, deletionPolicySchema, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus } from "./schema.ts";
 
 export const defaultMemcachedImage = "memcached:1.6";
 
@@ -22,6 +22,7 @@ export const memcachedCrd = customResourceDefinition(
         updatePolicy: updatePolicySchema,
         podSecurity: podSecuritySchema("Restricted", defaultMemcachedUser),
         suspend: suspendSchema,
+        deletionPolicy: deletionPolicySchema,
         dependsOn: dependsOnSchema,
         serviceAccountName: serviceAccountNameSchema,
       },

@@ -1,6 +1,6 @@
 // OpenAPI v3 pieces both kinds share: the status shape (kstatus conditions, stack report) and the
 // CRD envelope. Kept as plain objects so that the install program and the YAML use the same data.
-import { group, historyMessageLimit, maxDependencies, plurals, podSecurityProfiles, statusHistoryLimit, updatePolicies, updateWhys, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
+import { deletionPolicies, group, historyMessageLimit, maxDependencies, plurals, podSecurityProfiles, statusHistoryLimit, updatePolicies, updateWhys, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -113,7 +113,18 @@ export const updatePolicySchema: JsonSchema = {
 /** Shared by both kinds' specs. */
 export const suspendSchema: JsonSchema = {
   type: "boolean",
-  description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs; a deletion still destroys them. false again applies whatever changed meanwhile.",
+  description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs. A deletion leaves the children in place, as deletionPolicy Orphan does. false again applies whatever changed meanwhile.",
+};
+
+/**
+ * Shared by both kinds' specs (operator/controller/orphaning.ts). No default: absent reads as
+ * Delete, so objects stored before the field existed stay as they are and an upgrade rewrites none.
+ */
+export const deletionPolicySchema: JsonSchema = {
+  type: "string",
+  enum: [...deletionPolicies],
+  description:
+    "What deleting this object does to its Deployment and Service. Delete (also when unset): pulumi destroy deletes them. Orphan: they stay as they are, running, without the ownerReference to this object, the label app.kubernetes.io/managed-by=appstack and appstack's pulumi.com/ annotations (the selector labels stay), and the stack is removed without a destroy. A suspended object (spec.suspend true) is always deleted as Orphan.",
 };
 
 /**

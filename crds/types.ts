@@ -36,6 +36,15 @@ export type UpdatePolicy = "Auto" | "Preview";
 
 export const updatePolicies: readonly UpdatePolicy[] = ["Auto", "Preview"];
 
+/**
+ * What deleting the object does to its children. Delete (also when absent): `pulumi destroy`
+ * deletes them. Orphan: they stay, without appstack's ownerReference and managed-by label, and the
+ * stack is removed without a destroy. A suspended object is deleted as Orphan whatever this says.
+ */
+export type DeletionPolicy = "Delete" | "Orphan";
+
+export const deletionPolicies: readonly DeletionPolicy[] = ["Delete", "Orphan"];
+
 /** Set to the plan id of status.preview to apply exactly that plan. */
 export const approveAnnotation = "appstack.dev/approve";
 
@@ -82,8 +91,10 @@ export interface AppSpec {
   updatePolicy?: UpdatePolicy;
   /** Default profile Baseline: an App's image may need root (nginx binds port 80 as root). */
   podSecurity?: PodSecurity;
-  /** True: no `up`, no drift repair, no preview, until it is false again; a deletion still destroys. */
+  /** True: no `up`, no drift repair, no preview, until it is false again; a deletion orphans the children. */
   suspend?: boolean;
+  /** What a deletion does to the children; absent means Delete. */
+  deletionPolicy?: DeletionPolicy;
   /** Objects of this namespace that must be Ready for their current generation before a new spec is applied. */
   dependsOn?: DependencyRef[];
   /** The ServiceAccount of this namespace the children are written as, when the install turns tenant identities on. */
@@ -98,6 +109,8 @@ export interface MemcachedSpec {
   podSecurity?: PodSecurity;
   /** As AppSpec.suspend. */
   suspend?: boolean;
+  /** As AppSpec.deletionPolicy. */
+  deletionPolicy?: DeletionPolicy;
   /** As AppSpec.dependsOn. */
   dependsOn?: DependencyRef[];
   /** As AppSpec.serviceAccountName. */

@@ -7,7 +7,7 @@ import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
 
 const usageOf = (verb: "suspend" | "resume") => `usage: appstack ${verb} app/NAME|memcached/NAME [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
-  ${verb === "suspend" ? "sets spec.suspend: true: no pulumi up, no drift repair, no preview until it is resumed; a deletion still destroys" : "sets spec.suspend: false: the operator applies whatever changed while it was suspended"}.
+  ${verb === "suspend" ? "sets spec.suspend: true: no pulumi up, no drift repair, no preview until it is resumed; a deletion leaves the children in place" : "sets spec.suspend: false: the operator applies whatever changed while it was suspended"}.
   Exit code 0: done, 1: not.`;
 
 /** The field manager of the write: a person's, through this command. */

@@ -1,6 +1,7 @@
 // An object being deleted: its stack destroyed (the children with it), then its finalizer removed.
 // In a namespace that is terminating, a destroy that keeps failing gives way to forgetting the
 // stack: the namespace takes the children with it, and a stuck finalizer would hold it forever.
+// With deletionPolicy Orphan, or suspended, the children are left instead (orphaning.ts).
 import type { Workload } from "../../crds/types.ts";
 import type { Children } from "./children.ts";
 import { ReportedFailure } from "./errors.ts";
@@ -8,6 +9,7 @@ import type { EventRecorder } from "./events.ts";
 import type { BindingGuard } from "./binding-guard.ts";
 import { hasFinalizer, removeFinalizer } from "./finalizer.ts";
 import type { Ownership } from "./ownership.ts";
+import { deletesAsOrphan, Orphaning } from "./orphaning.ts";
 import { retrying, withOperationOf, type Reporter } from "./reporting.ts";
 import type { KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
@@ -40,14 +42,20 @@ export interface DeletionDeps {
 
 export class Deletion {
   private readonly deps: DeletionDeps;
+  private readonly orphaning: Orphaning;
 
   constructor(deps: DeletionDeps) {
     this.deps = deps;
+    this.orphaning = new Orphaning(deps.clients, deps.tenancy);
   }
 
   async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
     if (!hasFinalizer(object)) return;
     const observed = await this.deps.children.observe(object);
+    if (deletesAsOrphan(object)) {
+      await this.deps.reporter.report(object, observed.deployment, { kind: "deleting", message: "leaving the children in place and removing the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
+      return this.orphan(object, stack, log);
+    }
     await this.deps.reporter.report(object, observed.deployment, { kind: "deleting", message: "destroying the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
     const started = Date.now();
     let forgotten = false;
@@ -75,11 +83,33 @@ export class Deletion {
       await this.deps.driver.forget(stack);
       forgotten = true;
     }
+    await this.release(object, stack);
+    return forgotten ? { outcome: "forgotten" } : undefined;
+  }
+
+  /**
+   * The children lose appstack's marks first, the stack goes next, the finalizer last: a kill at
+   * any point leaves a step to run again, and the object, still there, runs it (a child already
+   * unmarked is not changed again). Were the stack removed first, the children would keep their
+   * ownerReference with nothing left to say which were the object's.
+   */
+  private async orphan(object: Workload, stack: string, log: Logger): Promise<HandlerResult> {
+    const left = await this.orphaning.orphan(object, await this.deps.driver.recordedChildren(stack));
+    await this.deps.driver.forget(stack, { keepHistory: true });
+    const why = object.spec.deletionPolicy === "Orphan" ? "deletionPolicy Orphan" : "suspended";
+    log.info("children left in place; stack removed without a destroy", { why, children: left });
+    const named = left.length ? `${left.join(" and ")} left in place, without appstack's ownerReference, managed-by label and annotations` : "no children to leave";
+    this.deps.events.record(object, "Normal", "ChildrenOrphaned", `${named} (${why}); the stack was removed without a destroy`);
+    await this.release(object, stack);
+    return undefined;
+  }
+
+  /** What ends every deletion: the plan, the finalizer, and what is remembered of the object. */
+  private async release(object: Workload, stack: string): Promise<void> {
     await this.deps.plans.discard(stack);
     await removeFinalizer(this.deps.clients, object);
     // The last object of a namespace lets the operator's RBAC binding there go (binding-guard.ts).
     await this.deps.bindingGuard.releaseIfUnused(object.metadata.namespace);
     this.deps.reporter.forgetWritten(object.metadata.uid);
-    return forgotten ? { outcome: "forgotten" } : undefined;
   }
 }

@@ -18,18 +18,19 @@ export interface Applied {
 }
 
 /**
- * What the children are made from, as a digest: the spec without `suspend` and `dependsOn`, which
- * change when the operator acts, not what it applies. Two generations of the same digest apply the same.
+ * What the children are made from, as a digest: the spec without `suspend`, `dependsOn` and
+ * `deletionPolicy`, which change when or how the operator acts, not what it applies. Two generations
+ * of the same digest apply the same.
  */
 export function specDigest(spec: Workload["spec"]): string {
-  return createHash("sha256").update(canonicalJson({ ...spec, suspend: undefined, dependsOn: undefined })).digest("hex").slice(0, 16);
+  return createHash("sha256").update(canonicalJson({ ...spec, suspend: undefined, dependsOn: undefined, deletionPolicy: undefined })).digest("hex").slice(0, 16);
 }
 
 /**
  * The record as it stands for the object's generation now: a newer generation whose spec differs
- * from the applied one only in `suspend` or `dependsOn` is applied as well, with no Pulumi run (so
- * that suspending or resuming an applied object, or changing what it waits for, leaves it applied,
- * and its status current).
+ * from the applied one only in `suspend`, `dependsOn` or `deletionPolicy` is applied as well, with
+ * no Pulumi run (so that suspending or resuming an applied object, or changing what it waits for or
+ * what its deletion does, leaves it applied, and its status current).
  */
 export function appliedNow(applied: Applied | undefined, generation: number, spec: string): Applied | undefined {
   if (!applied || applied.generation === generation || applied.spec !== spec || applied.programVersion !== programVersion) return applied;

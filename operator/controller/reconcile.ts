@@ -172,7 +172,7 @@ export class Reconciler {
   }
 
   private async reconcileObject(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
-    // A suspended object too: its deletion must destroy what it made.
+    // A suspended object too: its deletion leaves what it made in place (orphaning.ts).
     if (object.metadata.deletionTimestamp) return this.deletion.finalize(object, stack, key, log);
     if (!(await this.withFinalizer(object))) return { outcome: "requeued", requeueAfterMs: conflictRetryMs };
 

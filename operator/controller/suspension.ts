@@ -1,6 +1,7 @@
 // spec.suspend: the operator stops acting on the object (no `up`, no drift repair, no preview,
 // no refresh) but goes on observing it, and says in its status what resuming would change. Only a
-// deletion still runs: the finalizer destroys the stack whatever spec.suspend says.
+// deletion still runs, as deletionPolicy Orphan: the children stay, and the stack goes without a
+// destroy (orphaning.ts), as Flux's kustomize-controller skips its garbage collection when suspended.
 //
 // How the status reads, and why (docs/api.md#suspend-and-resume): Ready keeps telling whether the
 // live children are what the current spec asks for. Nothing held back (the spec applied, no

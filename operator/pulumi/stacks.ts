@@ -313,9 +313,13 @@ export class StackDriver {
     return (await this.pending.known(name)) === true;
   }
 
-  /** Removes a stack's state without touching the cluster (the namespace is being deleted). */
-  async forget(name: string): Promise<void> {
+  /**
+   * Removes a stack's state without touching the cluster (the namespace is being deleted, or the
+   * children are orphaned). With `keepHistory`, its history is kept aside first, as a destroy's is.
+   */
+  async forget(name: string, options: { keepHistory?: boolean } = {}): Promise<void> {
     const ws = await LocalWorkspace.create(await this.selection.workspace("destroy"));
+    if (options.keepHistory) await this.retention.beforeRemoval(name);
     await this.deadlines.command("destroy", name, "stack rm", () => ws.removeStack(name, { force: true })).catch((error: unknown) => {
       if (!(error instanceof StackNotFoundError)) throw error;
     });

@@ -1,6 +1,7 @@
 // Crash safety: the operator is killed (with the Pulumi engines it runs) in the middle of an
-// update and in the middle of a destroy; a new operator on the same state converges on its own,
-// also over an attributes file a killed engine tore. The providers the operator keeps for its
+// update, in the middle of a destroy and in the middle of leaving the children of an object with
+// deletionPolicy Orphan; a new operator on the same state converges on its own, also over an
+// attributes file a killed engine tore. The providers the operator keeps for its
 // engines die with it; a provider an engine started itself lives on and the new operator kills it.
 import assert from "node:assert/strict";
 import { existsSync, truncateSync } from "node:fs";
@@ -11,7 +12,8 @@ import { commandLine, processIds, processStat } from "../../operator/base/procfs
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
 import { eventually, eventWithReason, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { holdWrites, type Hold } from "../helpers/hold.ts";
-import { disposeOperator, lockFiles, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { assertOrphaned } from "../helpers/orphaned.ts";
+import { checkpointPath, disposeOperator, lockFiles, pendingOperations, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 
 let operator: OperatorProcess | undefined;
@@ -187,4 +189,33 @@ test("an attributes file a killed engine tore (empty) is repaired: the object st
   await workloads.delete("App", "default", "torn");
   await workloads.gone("App", "default", "torn");
   assert.ok(!existsSync(attrs.replace(/\.attrs$/, "")), "the stack is removed with the App");
+});
+
+test("killed while leaving an App's children (deletionPolicy Orphan), a restarted operator finishes: both unmarked, the stack removed, the App gone", async () => {
+  const { cluster: local, apps, core } = cluster();
+  const workloads = new Workloads(local.kubeconfig);
+  await disposeOperator(operator);
+  operator = await startOperatorProcess(local.kubeconfig);
+  const stateDir = operator.stateDir;
+  const name = "kept-crash";
+  await workloads.create({ kind: "App", metadata: { name, namespace: "default" }, spec: { image: "nginx:1.27", replicas: 1, port: 80, deletionPolicy: "Orphan" } });
+  const { metadata: { uid } } = await workloads.ready("App", "default", name);
+  // The Service's unmarking is held: the operator dies with its stack and finalizer still there.
+  const unmarking = await holdWrites(local, "services", "UPDATE", "default", name);
+  await workloads.delete("App", "default", name);
+  try {
+    await unmarking.held;
+    await operator.stop("SIGKILL");
+    const service = await core.readNamespacedService({ name, namespace: "default" });
+    assert.ok(service.metadata?.ownerReferences?.some((ref) => ref.uid === uid), "the held write has not reached the Service");
+    assert.ok(existsSync(checkpointPath(stateDir, "App", "default", name)), "the stack is still there");
+    assert.ok((await workloads.get("App", "default", name)).metadata.finalizers?.length, "and so is the finalizer");
+  } finally {
+    await unmarking.release();
+  }
+  operator = await startOperatorProcess(local.kubeconfig, { stateDir });
+  await workloads.gone("App", "default", name);
+  await assertOrphaned({ apps, core }, "default", name, uid);
+  assert.ok(!existsSync(checkpointPath(stateDir, "App", "default", name)), "the stack is removed");
+  assert.deepEqual(lockFiles(stateDir), []);
 });

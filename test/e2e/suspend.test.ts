@@ -1,8 +1,9 @@
-// spec.suspend and "reconcile now" end to end, on one local cluster with the operator and the real
-// engine: what a suspended App holds back (read from the API server: its Deployment; and from the
-// stack state: its history), how its status reads (to kstatus too), what resuming applies, what a
-// reconcile request runs, and that a suspended App's deletion still destroys its children. The
-// verbs are run as a person runs them: `kubectl appstack suspend|resume|reconcile`.
+// spec.suspend, spec.deletionPolicy and "reconcile now" end to end, on one local cluster with the
+// operator and the real engine: what a suspended App holds back (read from the API server: its
+// Deployment; and from the stack state: its history), how its status reads (to kstatus too), what
+// resuming applies, what a reconcile request runs, and what a deletion leaves: a suspended App's or
+// one with deletionPolicy Orphan leaves its children, without appstack's marks; the default
+// destroys them. The verbs are run as a person runs them: `kubectl appstack suspend|resume|reconcile`.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,10 +13,11 @@ import type { V1Deployment } from "@kubernetes/client-node";
 import { reconcileRequestAnnotation, type App, type Condition } from "../../crds/types.ts";
 import { installPluginBin } from "../../operator/cmd/plugin-bin.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
-import { eventually, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
+import { eventually, eventWithReason, isNotFound, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { kstatus } from "../helpers/kstatus.ts";
 import { argoHealth, expectedHealth } from "../helpers/argocd-health.ts";
 import { httpGet } from "../helpers/http.ts";
+import { assertOrphaned } from "../helpers/orphaned.ts";
 import { checkpointPath, disposeOperator, kubectlAppstack, metricValue, stackHistoryEntries, stackHistoryFolder, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 const namespace = "default";
@@ -164,12 +166,32 @@ test("suspended: a reconcile request waits unhandled, and `kubectl appstack reco
   assert.match(refused.stderr, /is suspended/);
 });
 
-test("deleting a suspended App still runs its finalizer: its stack destroyed, its Deployment and Service gone", async () => {
+test("deleting a suspended App leaves its Deployment and Service, as deletionPolicy Orphan: unmarked and unchanged, its stack removed, the App gone", async () => {
+  const suspended = await getApp();
+  assert.equal(suspended.spec.deletionPolicy, undefined, "no policy: suspended alone orphans");
+  const before = await deployment();
   await workloads.delete("App", namespace, name);
   await workloads.gone("App", namespace, name);
-  assert.equal(await deployment(), undefined);
-  await assert.rejects(cluster().core.readNamespacedService({ name, namespace }), (error) => isNotFound(error));
-  assert.equal(existsSync(checkpointPath(operator!.stateDir, "App", namespace, name)), false, "the stack is destroyed and removed");
+  await assertOrphaned(cluster(), namespace, name, suspended.metadata.uid);
+  const after = await deployment();
+  // Its generation moves (the API server counts a Deployment's annotations in it), its spec does not.
+  assert.deepEqual(after?.spec, before?.spec, "the spec untouched: no rollout, the held-back replicas not applied");
+  assert.equal(after?.metadata?.annotations?.["deployment.kubernetes.io/revision"], before?.metadata?.annotations?.["deployment.kubernetes.io/revision"]);
+  assert.equal(existsSync(checkpointPath(operator!.stateDir, "App", namespace, name)), false, "the stack is removed");
+  await eventWithReason(cluster().core, namespace, name, "ChildrenOrphaned", (m) => m.startsWith(`Deployment ${name} and Service ${name} left in place`) && m.includes("(suspended)"));
+});
+
+test("spec.deletionPolicy: a value other than Delete or Orphan is refused; with Orphan a deletion leaves the children, no destroy run", async () => {
+  const kept = "kept";
+  const spec = { image: "nginx:1.27", replicas: 1, port: 80 };
+  await assert.rejects(workloads.create({ kind: "App", metadata: { name: kept, namespace }, spec: { ...spec, deletionPolicy: "Keep" } }), (error: { code?: number; body?: unknown }) => error.code === 422 && /spec\.deletionPolicy: Unsupported value: .*Keep/.test(String(error.body)));
+  await workloads.create({ kind: "App", metadata: { name: kept, namespace }, spec: { ...spec, deletionPolicy: "Orphan" } });
+  const ready = (await workloads.ready("App", namespace, kept)) as App;
+  await workloads.delete("App", namespace, kept);
+  await workloads.gone("App", namespace, kept);
+  await assertOrphaned(cluster(), namespace, kept, ready.metadata.uid);
+  assert.equal(existsSync(checkpointPath(operator!.stateDir, "App", namespace, kept)), false, "the stack is removed");
+  await eventWithReason(cluster().core, namespace, kept, "ChildrenOrphaned", (m) => m.includes("(deletionPolicy Orphan)"));
 });
 
 test("under updatePolicy Preview a reconcile request runs a refresh only (an up needs an approval), recorded as handled", async () => {
@@ -206,6 +228,16 @@ test("under updatePolicy Preview, suspending withdraws the plan waiting for appr
   const { preview: fresh } = await workloads.previewOf("App", namespace, gated, preview.planId);
   assert.equal(fresh.generation, withdrawn.metadata.generation! + 1);
   assert.equal((await cluster().apps.readNamespacedDeployment({ name: gated, namespace })).spec?.replicas, 1, "nothing applied unapproved");
+});
+
+test("deleting an App without deletionPolicy (Delete) destroys its stack: its Deployment gone, its stack removed", async () => {
+  const gated = "gated";
+  assert.equal(((await workloads.get("App", namespace, gated)) as App).spec.deletionPolicy, undefined);
+  await workloads.delete("App", namespace, gated);
+  await workloads.gone("App", namespace, gated);
+  await assert.rejects(cluster().apps.readNamespacedDeployment({ name: gated, namespace }), (error) => isNotFound(error));
+  assert.equal(existsSync(checkpointPath(operator!.stateDir, "App", namespace, gated)), false, "the stack is destroyed and removed");
+  await eventWithReason(cluster().core, namespace, gated, "StackDestroyed");
 });
 
 test("without APPSTACK_OBJECT_METRICS (the default), /metrics has no series per object, however many reconciles ran", async () => {

@@ -41,3 +41,12 @@ test("kubectl explain documents every field of both kinds, status included", () 
     assert.deepEqual(undocumented(version.schema.openAPIV3Schema, kind.toLowerCase()), [], `${kind}: fields without a description`);
   }
 });
+
+test("spec.deletionPolicy: Delete or Orphan on both kinds, with no default (absent means Delete: stored objects stay as they are)", () => {
+  for (const crd of customResourceDefinitions) {
+    const version = (crd.spec["versions"] as { schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, Record<string, unknown>> } } } } }[])[0]!;
+    const policy = version.schema.openAPIV3Schema.properties.spec.properties["deletionPolicy"];
+    assert.deepEqual(policy?.["enum"], ["Delete", "Orphan"], crd.metadata.name);
+    assert.equal("default" in (policy ?? {}), false, crd.metadata.name);
+  }
+});
