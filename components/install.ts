@@ -33,7 +33,8 @@ export interface AppstackInstallArgs {
    * A Secret in the operator's namespace holding, under `ca.crt`, the CA bundle a `postgres://`
    * backendUrl's server certificate is verified against (a private CA: RDS, Cloud SQL,
    * CloudNativePG). Mounted read-only and named by PGSSLROOTCERT, which the operator and its
-   * engines read as the URL's `sslrootcert` (the URL's own wins); use it with `sslmode=verify-full`.
+   * engines read as the URL's `sslrootcert` (the URL's own wins); with it, a URL that names no
+   * `sslmode` is `verify-full` (operator/pulumi/postgres-tls.ts).
    */
   readonly backendCaSecret?: string;
   /** Objects reconciled at once. Default 3. */

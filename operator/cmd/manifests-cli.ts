@@ -20,7 +20,7 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   the same name (docs/running-in-the-cluster.md):
   --passphrase-secret NAME     a Secret you make in the operator's namespace, key passphrase (required)
   --backend-secret NAME        a Secret you make there, key backendUrl: a postgres:// URL (default: a file backend on a volume)
-  --backend-ca-secret NAME     a Secret there, key ca.crt: the CA bundle of the database's server
+  --backend-ca-secret NAME     a Secret there, key ca.crt: the CA bundle of the database's server (sslmode verify-full unless the URL names one)
   --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
   --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
   --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)

@@ -7,6 +7,16 @@ export interface Probes {
   readonly healthy: () => boolean;
   /** Start-up is done, caches are synced and leadership is settled (leading, or following a live leader). */
   readonly ready: () => boolean;
+  /**
+   * What works but should not be left so (a state database whose certificate is not verified):
+   * said under /readyz's answer, one `warning:` line each, without changing its status.
+   */
+  readonly warnings?: readonly string[];
+}
+
+/** A probe's body: its verdict, and for /readyz the warnings under it. */
+function bodyOf(ok: boolean, warnings: readonly string[]): string {
+  return [ok ? "ok" : "not ready", ...warnings.map((warning) => `warning: ${warning}`)].join("\n") + "\n";
 }
 
 export function startHealthServer(port: number, host: string, probes: Probes, registry: Registry): Promise<Server> {
@@ -15,7 +25,7 @@ export function startHealthServer(port: number, host: string, probes: Probes, re
     const probe = path === "/healthz" ? probes.healthy : path === "/readyz" ? probes.ready : undefined;
     if (probe) {
       const ok = probe();
-      res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ok\n" : "not ready\n");
+      res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(bodyOf(ok, path === "/readyz" ? (probes.warnings ?? []) : []));
       return;
     }
     if (path === "/metrics") {

@@ -5,6 +5,7 @@ import type { Server } from "node:http";
 import { hostname } from "node:os";
 import type { OperatorConfig } from "./config.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
+import { redactUrl } from "../base/redact.ts";
 import { startHealthServer } from "./health.ts";
 import { briefError, kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
@@ -13,6 +14,7 @@ import { OperatorMetrics } from "./metrics.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
 import { runShardedReplica } from "./sharded-replica.ts";
 import type { EngineBinaries } from "../pulumi/engine.ts";
+import { backendTlsWarnings } from "../pulumi/postgres-tls.ts";
 import { breakLocksOfEarlierContainers } from "../pulumi/stack-locks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { projectName } from "../pulumi/stack-names.ts";
@@ -55,7 +57,10 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map(), { objectMetrics: config.objectMetrics });
   // Liveness first: a start-up step that waits on the network (the sweep, on a slow database) must
   // not let the kubelet kill the pod, which would then never get past it. Ready only once started.
-  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false }, metrics.registry);
+  // A state database whose certificate is not verified works: said at start and in /readyz, which it keeps ready.
+  const warnings = backendTlsWarnings(config.backendUrl);
+  for (const warning of warnings) log.warn(warning, { backend: redactUrl(config.backendUrl) });
+  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false, warnings }, metrics.registry);
   const address = server.address();
   log.info(`serving /healthz, /readyz and /metrics${config.sharding ? " (sharded)" : ""}`, { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
 

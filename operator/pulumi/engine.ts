@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PulumiCommand, type LocalWorkspaceOptions } from "@pulumi/pulumi/automation/index.js";
 import { secretsProviderUrl, startKeyService, type KeyService } from "./key-service.ts";
+import { engineTlsEnv } from "./postgres-tls.ts";
 import type { StateIo } from "./state-io.ts";
 
 /** The binaries the engine runs; operator/cmd/ gives the pinned ones (toolchain/tools.ts: engineBinaries). */
@@ -174,6 +175,9 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
       PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: "true",
       ...withoutLegacyScan,
       PULUMI_BACKEND_URL: settings.backendUrl,
+      // On PostgreSQL with a CA and no sslmode, verify-full, as the operator's own reads take it
+      // (lib/pq would take require, leaving the host name unchecked): postgres-tls.ts.
+      ...engineTlsEnv(settings.backendUrl),
       // The CLI and its provider plugin (which inherits this) live for one operation; Go's
       // default GOGC=100 has them collect garbage several times while their packages start and
       // while the provider parses the API server's OpenAPI document. At 200 they collect half as

@@ -5,12 +5,15 @@
 // read them: it resolves the settings here, as lib/pq would, and gives node-pg its `ssl` options.
 //
 // As lib/pq: each setting from the URL, else its environment variable (PGSSLMODE, PGSSLROOTCERT,
-// PGSSLCERT, PGSSLKEY: the engines inherit the operator's environment), else the default:
-// `require`, and the files of ~/.postgresql when they exist.
+// PGSSLCERT, PGSSLKEY: the engines inherit the operator's environment), else the files of
+// ~/.postgresql when they exist. One default differs: lib/pq's mode is `require` whatever CA it is
+// given (the chain checked, not the host name); here a CA given makes it `verify-full`, and the
+// engines are told so (engineTlsEnv), so that both clients check the host too.
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { getCACertificates, type ConnectionOptions } from "node:tls";
+import { isPostgresUrl } from "../base/shared-backend.ts";
 
 /** The modes both clients read alike. */
 export const sslModes = ["disable", "require", "verify-ca", "verify-full"] as const;
@@ -43,9 +46,13 @@ function ownFile(home: string, name: string): string | undefined {
 
 type Given = (name: string, variable: string) => string | undefined;
 
-/** The mode, checked against the CA setting: lib/pq trusts the system's CAs only with the host checked. */
+/**
+ * The mode, checked against the CA setting: lib/pq trusts the system's CAs only with the host
+ * checked. None named: `verify-full` where there is a CA to verify against (whoever gives one means
+ * the server to be verified, and a CA alone leaves its host name unchecked), else `require`.
+ */
 function modeOf(given: Given, rootCert: string | undefined): SslMode {
-  const mode = given("sslmode", "PGSSLMODE") ?? (rootCert === "system" ? "verify-full" : "require");
+  const mode = given("sslmode", "PGSSLMODE") ?? (rootCert ? "verify-full" : "require");
   if (!(sslModes as readonly string[]).includes(mode)) throw new Error(`the backend URL's sslmode=${mode} is not one appstack takes: ${sslModes.join(", ")} (Pulumi's driver and the operator must read it alike)`);
   if (rootCert === "system" && mode !== "verify-full") throw new Error(`the backend URL's sslrootcert=system needs sslmode=verify-full, not ${mode}`);
   return mode as SslMode;
@@ -75,12 +82,53 @@ export function postgresTls(backendUrl: string, env: Env = process.env, home = h
   const params = new URL(backendUrl).searchParams;
   const given: Given = (name, variable) => params.get(name) || env[variable] || undefined;
   const named = given("sslrootcert", "PGSSLROOTCERT");
-  const mode = modeOf(given, named);
+  const rootCert = named ?? ownFile(home, "root.crt");
+  const mode = modeOf(given, rootCert);
   const negotiation = negotiationOf(given);
   if (mode === "disable") return { mode, ...negotiation };
   if (named && named !== "system" && !existsSync(named)) throw new Error(`the backend URL's CA bundle (sslrootcert) ${named} does not exist`);
-  const rootCert = named ?? ownFile(home, "root.crt");
   return { mode, ...(rootCert ? { rootCert } : {}), ...clientCertOf(given, home), ...negotiation };
+}
+
+/**
+ * What the engines are given besides the operator's environment: the mode chosen here when neither
+ * the URL nor PGSSLMODE names one, which lib/pq would otherwise take for `require` (the URL's own
+ * `sslmode` wins over PGSSLMODE in lib/pq, as here). Nothing for another backend.
+ */
+export function engineTlsEnv(backendUrl: string, env: Env = process.env, home = homedir()): Record<string, string> {
+  if (!isPostgresUrl(backendUrl) || new URL(backendUrl).searchParams.get("sslmode") || env["PGSSLMODE"]) return {};
+  return { PGSSLMODE: postgresTls(backendUrl, env, home).mode };
+}
+
+/** The CA `tls` verifies against, in words. */
+function caOf(tls: PostgresTls): string {
+  return !tls.rootCert || tls.rootCert === "system" ? "the system's CAs" : `the CA bundle ${tls.rootCert}`;
+}
+
+const askVerifyFull = "give a CA (PGSSLROOTCERT / appstack:backendCaSecret) and sslmode=verify-full";
+
+/** What `tls` leaves unverified, said at start and in /readyz; undefined under verify-full. */
+export function verificationWarning(tls: PostgresTls): string | undefined {
+  if (tls.mode === "verify-full") return undefined;
+  if (tls.mode === "disable") return `the connection to the state database is not encrypted (sslmode=disable): anyone on the path reads and changes every stack's state; ${askVerifyFull}`;
+  if (tls.mode === "require" && !tls.rootCert) return `the server's certificate is not verified: sslmode=require encrypts but accepts any certificate, so a server in the path can read and change every stack's state; ${askVerifyFull}`;
+  return `the server's host name is not verified: sslmode=${tls.mode} checks its certificate against ${caOf(tls)}, not that it names the host the URL names; sslmode=verify-full checks both`;
+}
+
+/**
+ * The warnings of `backendUrl`'s TLS: none for another backend, or for settings that are refused
+ * (they stop the start where the state store is opened, with their own error).
+ */
+export function backendTlsWarnings(backendUrl: string, env: Env = process.env, home = homedir()): string[] {
+  if (!isPostgresUrl(backendUrl)) return [];
+  let tls: PostgresTls;
+  try {
+    tls = postgresTls(backendUrl, env, home);
+  } catch {
+    return [];
+  }
+  const warning = verificationWarning(tls);
+  return warning ? [warning] : [];
 }
 
 /** node-pg's options of `tls`: the same verification as lib/pq's. */
@@ -108,8 +156,7 @@ export function withoutTlsParameters(connectionString: string): string {
 
 /** What the server's certificate was checked against, for an error that says it could not be verified. */
 export function describeVerification(tls: PostgresTls): string {
-  const against = !tls.rootCert || tls.rootCert === "system" ? "the system's CAs" : `the CA bundle ${tls.rootCert}`;
-  return `against ${against} (sslmode=${tls.mode}${tls.mode === "verify-full" ? ", its host name too" : ""})`;
+  return `against ${caOf(tls)} (sslmode=${tls.mode}${tls.mode === "verify-full" ? ", its host name too" : ""})`;
 }
 
 /** Node's codes of a server certificate that failed verification. */

@@ -53,6 +53,7 @@ const singleEnv = () => ({ APPSTACK_BACKEND_URL: server().url, APPSTACK_LEADER_E
 /** The server's URL with these TLS parameters instead of its `sslmode=disable`. */
 function tlsUrl(params: Record<string, string>): string {
   const url = new URL(server().url);
+  url.searchParams.delete("sslmode");
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   return url.href;
 }
@@ -249,18 +250,48 @@ test("the database's password is written to no file: not in the operator's state
   assert.deepEqual(carrying(filesUnder(stateDir)), [], "files of a stopped operator carrying the password");
 });
 
-test("TLS to PostgreSQL: with another CA than the server's, the operator refuses to start, saying the server's certificate could not be verified; with verify-full and the server's CA (in the URL, or in PGSSLROOTCERT as the install gives it), and with require, an App is Ready", async () => {
-  const refused = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full", sslrootcert: otherCaFile }), APPSTACK_LEADER_ELECT: "false" });
+/** The log of an operator that exited, having refused to start; it exited non-zero. */
+async function refusalOf(refused: OperatorProcess): Promise<string> {
   const exitCode = await new Promise<number | null>((resolve) => (refused.child.exitCode !== null || refused.child.signalCode !== null ? resolve(refused.child.exitCode) : refused.child.once("exit", resolve)));
   assert.notEqual(exitCode, 0);
   const log = readFileSync(refused.logFile, "utf8");
-  assert.match(log, /could not start.*its certificate could not be verified against the CA bundle \S*other-ca\.crt \(sslmode=verify-full, its host name too\)/);
   assert.ok(!log.includes(new URL(server().url).password), "the log carries no password");
   await refused.stop();
+  return log;
+}
+
+/** An App made, Ready, deleted and gone. */
+async function readyAndGone(name: string): Promise<void> {
+  await workloads.create(app(name, { image: "nginx:1.27", replicas: 1 }));
+  await workloads.ready("App", namespace, name);
+  await workloads.delete("App", namespace, name);
+  await workloads.gone("App", namespace, name);
+}
+
+/** An operator's /readyz once it answers 200: its lines under "ok", the warnings. */
+async function readyWarnings(operator: OperatorProcess): Promise<string[]> {
+  const body = await eventually("/readyz to answer 200", async () => {
+    const readyz = await httpGet(`http://127.0.0.1:${operator.healthPort}/readyz`);
+    return readyz.status === 200 ? readyz.body : undefined;
+  });
+  const [verdict, ...warnings] = body.trimEnd().split("\n");
+  assert.equal(verdict, "ok");
+  return warnings;
+}
+
+test("TLS to PostgreSQL: with another CA than the server's, or with the server's CA, no sslmode and a host name its certificate does not name, the operator refuses to start, saying the server's certificate could not be verified; with verify-full and the server's CA (in the URL, or in PGSSLROOTCERT as the install gives it, sslmode then verify-full by default), and with require (a warning in /readyz), an App is Ready", async () => {
+  const otherCa = await refusalOf(await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full", sslrootcert: otherCaFile }), APPSTACK_LEADER_ELECT: "false" }));
+  assert.match(otherCa, /could not start.*its certificate could not be verified against the CA bundle \S*other-ca\.crt \(sslmode=verify-full, its host name too\)/);
+  // The install's way with the server's CA and no sslmode: verify-full, so a host name the certificate does not name is refused.
+  const localhost = new URL(tlsUrl({}));
+  localhost.hostname = "localhost";
+  const wrongHost = await refusalOf(await startOperator({ APPSTACK_BACKEND_URL: localhost.href, PGSSLROOTCERT: serverCaFile, APPSTACK_LEADER_ELECT: "false" }));
+  assert.match(wrongHost, /could not start.*its certificate could not be verified against the CA bundle \S*server-ca\.crt \(sslmode=verify-full, its host name too\)/);
 
   // The server's CA given: host name and chain verified by the operator's reads and by the engine.
   const name = "pg-tls";
   const verifying = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full", sslrootcert: serverCaFile }), APPSTACK_LEADER_ELECT: "false" });
+  assert.deepEqual(await readyWarnings(verifying), []);
   await workloads.create(app(name, { image: "nginx:1.27", replicas: 1, port: 80 }));
   await workloads.ready("App", namespace, name);
   assert.equal((await service(name))?.spec?.ports?.[0]?.port, 80);
@@ -271,18 +302,18 @@ test("TLS to PostgreSQL: with another CA than the server's, the operator refuses
 
   // require: encrypted, the server's CA neither given nor asked for (where `pg` used to verify it against Node's list).
   const encrypting = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "require" }), APPSTACK_LEADER_ELECT: "false" });
-  await workloads.create(app(`${name}-require`, { image: "nginx:1.27", replicas: 1 }));
-  await workloads.ready("App", namespace, `${name}-require`);
-  await workloads.delete("App", namespace, `${name}-require`);
-  await workloads.gone("App", namespace, `${name}-require`);
+  const warnings = await readyWarnings(encrypting);
+  assert.equal(warnings.length, 1, warnings.join("\n"));
+  assert.match(warnings[0]!, /^warning: the server's certificate is not verified: sslmode=require .*give a CA \(PGSSLROOTCERT \/ appstack:backendCaSecret\) and sslmode=verify-full$/);
+  assert.match(readFileSync(encrypting.logFile, "utf8"), /"level":"warn".*the server's certificate is not verified/);
+  await readyAndGone(`${name}-require`);
   await encrypting.stop();
 
-  // The install's way (appstack:backendCaSecret): the bundle named by PGSSLROOTCERT, the URL naming none.
-  const installed = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({ sslmode: "verify-full" }), PGSSLROOTCERT: serverCaFile, APPSTACK_LEADER_ELECT: "false" });
-  await workloads.create(app(`${name}-env`, { image: "nginx:1.27", replicas: 1 }));
-  await workloads.ready("App", namespace, `${name}-env`);
-  await workloads.delete("App", namespace, `${name}-env`);
-  await workloads.gone("App", namespace, `${name}-env`);
+  // The install's way (appstack:backendCaSecret): the bundle named by PGSSLROOTCERT, the URL naming
+  // neither it nor sslmode: verify-full for the operator and its engines, which write the stack.
+  const installed = await startOperator({ APPSTACK_BACKEND_URL: tlsUrl({}), PGSSLROOTCERT: serverCaFile, APPSTACK_LEADER_ELECT: "false" });
+  assert.deepEqual(await readyWarnings(installed), [], "verify-full: nothing to warn of");
+  await readyAndGone(`${name}-env`);
   assert.deepEqual(await stackRows(`app.default.${name}`), [], "nothing of the stacks left");
   await installed.stop();
 });

@@ -2,7 +2,8 @@
 // PostgresStore) and the pinned Pulumi CLI (lib/pq), against a real PostgreSQL server with TLS on
 // and a certificate of a CA of the test's own, which names the server's address 127.0.0.1 only.
 // For each URL, both connect or both are refused. No cluster: the CLI's `stack ls` reaches the
-// backend as every engine does. The pure reading of the settings is tested beside it.
+// backend as every engine does, with what the operator adds to the engines' environment. The pure
+// reading of the settings: postgres-tls-settings.test.ts.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +12,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { closePostgresPools, PostgresStore } from "../../operator/pulumi/postgres-store.ts";
-import { postgresTls } from "../../operator/pulumi/postgres-tls.ts";
+import { engineTlsEnv } from "../../operator/pulumi/postgres-tls.ts";
 import { certificateAuthority, servingCertificate } from "../../toolchain/cluster/pki.ts";
 import { startPostgres, type PostgresServer } from "../../toolchain/cluster/postgres.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
@@ -64,7 +65,7 @@ let homes = 0;
 async function cliReads(url: string): Promise<Outcome> {
   const home = join(dir, `pulumi-home-${homes++}`);
   mkdirSync(home);
-  const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home, PULUMI_HOME: home, PULUMI_BACKEND_URL: url, PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DIY_BACKEND_PARALLEL: "1" };
+  const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home, PULUMI_HOME: home, PULUMI_BACKEND_URL: url, PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DIY_BACKEND_PARALLEL: "1", ...engineTlsEnv(url, {}, home) };
   try {
     await promisify(execFile)(join(engineBinaries().cliRoot, "bin", "pulumi"), ["stack", "ls", "--all", "--json", "--non-interactive"], { cwd: home, env, timeout: 60_000 });
     return { ok: true };
@@ -83,6 +84,9 @@ const cases: { what: string; url: () => string; ok: boolean; store?: RegExp; cli
   { what: "sslmode=verify-full with the server's CA", url: () => urlWith({ sslmode: "verify-full", sslrootcert: rightCaFile }), ok: true },
   { what: "sslmode=verify-full with the server's CA, a host name the certificate does not name", url: () => urlWith({ sslmode: "verify-full", sslrootcert: rightCaFile }, "localhost"), ok: false, store: /certificate could not be verified .*its host name too/, cli: /x509: certificate is not valid for any names, but wanted to match localhost/ },
   { what: "sslmode=verify-full with the wrong CA bundle", url: () => urlWith({ sslmode: "verify-full", sslrootcert: wrongCaFile }), ok: false, store: /certificate could not be verified against the CA bundle .*wrong-ca\.crt/, cli: /x509: certificate signed by unknown authority/ },
+  // With a CA and no sslmode both verify the host name too (lib/pq alone would take require).
+  { what: "no sslmode, the server's CA: verify-full by default", url: () => urlWith({ sslrootcert: rightCaFile }), ok: true },
+  { what: "no sslmode, the server's CA, a host name the certificate does not name: verify-full by default", url: () => urlWith({ sslrootcert: rightCaFile }, "localhost"), ok: false, store: /certificate could not be verified .*\(sslmode=verify-full, its host name too\)/, cli: /x509: certificate is not valid for any names, but wanted to match localhost/ },
   { what: "sslmode=verify-full with no CA bundle: the system's CAs", url: () => urlWith({ sslmode: "verify-full" }), ok: false, store: /certificate could not be verified against the system's CAs/, cli: /x509: certificate signed by unknown authority/ },
 ];
 
@@ -95,20 +99,3 @@ for (const { what, url, ok, store, cli } of cases) {
     if (!operator.ok) assert.ok(!operator.message.includes(new URL(server!.url).password), "the operator's error carries no password");
   });
 }
-
-test("the settings are read as lib/pq reads them: the URL, then PGSSL* variables, then ~/.postgresql; what node-pg cannot do alike is refused", () => {
-  const home = mkdtempSync(join(dir, "home-"));
-  const base = "postgres://u:p@db.example/appstack";
-  assert.deepEqual(postgresTls(base, {}, home), { mode: "require" });
-  assert.deepEqual(postgresTls(`${base}?sslmode=disable`, { PGSSLMODE: "verify-full" }, home), { mode: "disable" });
-  assert.deepEqual(postgresTls(base, { PGSSLMODE: "verify-ca", PGSSLROOTCERT: rightCaFile }, home), { mode: "verify-ca", rootCert: rightCaFile });
-  assert.deepEqual(postgresTls(`${base}?sslrootcert=${rightCaFile}`, { PGSSLROOTCERT: wrongCaFile }, home), { mode: "require", rootCert: rightCaFile });
-  assert.deepEqual(postgresTls(`${base}?sslrootcert=system`, {}, home), { mode: "verify-full", rootCert: "system" });
-  mkdirSync(join(home, ".postgresql"));
-  writeFileSync(join(home, ".postgresql", "root.crt"), serverCa.certPem);
-  assert.deepEqual(postgresTls(base, {}, home), { mode: "require", rootCert: join(home, ".postgresql", "root.crt") });
-  assert.throws(() => postgresTls(`${base}?sslmode=prefer`, {}, home), /sslmode=prefer is not one appstack takes: disable, require, verify-ca, verify-full/);
-  assert.throws(() => postgresTls(`${base}?sslmode=allow`, {}, home), /sslmode=allow is not one appstack takes/);
-  assert.throws(() => postgresTls(`${base}?sslmode=require&sslrootcert=system`, {}, home), /sslrootcert=system needs sslmode=verify-full/);
-  assert.throws(() => postgresTls(`${base}?sslmode=verify-full&sslrootcert=/nowhere/ca.crt`, {}, home), /CA bundle \(sslrootcert\) \/nowhere\/ca\.crt does not exist/);
-});

@@ -14,11 +14,14 @@ import type { EngineBinaries } from "../../operator/pulumi/engine.ts";
 import { httpGet } from "../helpers/http.ts";
 
 const log = createLogger({ level: "error", format: "json", write: () => undefined });
-const config = loadConfig(
-  { "health-addr": "127.0.0.1:0", "leader-elect": "false", "backend-url": "postgres://db.example/appstack", "state-dir": join(mkdtempSync(join(tmpdir(), "service-")), "state") },
-  { APPSTACK_PASSPHRASE: "p" },
-  { readOnly: true },
-);
+/** The service's settings on a PostgreSQL backend of this URL (the default: no sslmode, no CA). */
+const configOf = (backendUrl = "postgres://db.example/appstack") =>
+  loadConfig(
+    { "health-addr": "127.0.0.1:0", "leader-elect": "false", "backend-url": backendUrl, "state-dir": join(mkdtempSync(join(tmpdir(), "service-")), "state") },
+    { APPSTACK_PASSPHRASE: "p" },
+    { readOnly: true },
+  );
+const config = configOf();
 
 /** A promise, and what settles it. */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -82,4 +85,39 @@ test("a stop during the sweep starts no replica, and closes the health server", 
   await stopped;
   assert.equal(s.state.runs, 0);
   assert.equal(service.server.listening, false);
+});
+
+/** `backendUrl`'s service started with stand-ins and its replica ready; what it logged at start, and its /readyz and /healthz. */
+async function readyService(backendUrl: string): Promise<{ logged: { level: string; msg: string }[]; readyz: { status: number; body: string }; healthz: string }> {
+  const logged: { level: string; msg: string }[] = [];
+  const warnLog = createLogger({ level: "warn", format: "json", write: (line) => logged.push(JSON.parse(line) as (typeof logged)[number]) });
+  const s = standIns();
+  const service = await startService(configOf(backendUrl), {} as EngineBinaries, warnLog, s.steps);
+  try {
+    const base = `http://127.0.0.1:${(service.server.address() as AddressInfo).port}`;
+    s.sweepEnds.resolve();
+    await s.replicaRuns.promise;
+    s.state.ready = true;
+    return { logged, readyz: await httpGet(`${base}/readyz`), healthz: (await httpGet(`${base}/healthz`)).body };
+  } finally {
+    await service.stop();
+  }
+}
+
+test("a state database whose certificate is not verified: said at warn when the service starts, and under /readyz's answer, which stays 200 once ready; nothing of it under verify-full", { timeout: 10_000 }, async () => {
+  const warning = /^the server's certificate is not verified: sslmode=require encrypts but accepts any certificate.*; give a CA \(PGSSLROOTCERT \/ appstack:backendCaSecret\) and sslmode=verify-full$/;
+  const unverified = await readyService("postgres://appstack:s3cret@db.example/appstack?sslmode=require");
+  assert.deepEqual(unverified.logged.map((line) => line.level), ["warn"], JSON.stringify(unverified.logged));
+  assert.match(unverified.logged[0]!.msg, warning);
+  assert.ok(!JSON.stringify(unverified.logged).includes("s3cret"), "the log carries no password");
+  assert.equal(unverified.readyz.status, 200);
+  const [verdict, ...details] = unverified.readyz.body.trimEnd().split("\n");
+  assert.equal(verdict, "ok");
+  assert.equal(details.length, 1, unverified.readyz.body);
+  assert.match(details[0]!.replace(/^warning: /, ""), warning);
+  assert.equal(unverified.healthz, "ok\n", "a warning of readiness only");
+
+  const verified = await readyService("postgres://db.example/appstack?sslmode=verify-full");
+  assert.deepEqual(verified.logged, []);
+  assert.deepEqual({ status: verified.readyz.status, body: verified.readyz.body }, { status: 200, body: "ok\n" });
 });
