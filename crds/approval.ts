@@ -6,6 +6,7 @@
 // says the requester may `approve` that object. Removing it is not approving (the operator removes
 // it once used, controller/approval.ts; a person may withdraw one), and the operator's own user is
 // never checked.
+import { operatorExemptPolicy } from "./operator-exempt-policy.ts";
 import { approveAnnotation, group, plurals } from "./types.ts";
 
 export const approvalPolicyName = "appstack.dev-approve";
@@ -22,48 +23,23 @@ const key = `'${approveAnnotation}'`;
 const requestedPlural = "' + request.resource.resource + '";
 const refusal = `setting ${approveAnnotation} approves a plan; `;
 
-/**
- * The policy and its binding for the operator's users (as the API server names them: the install's
- * ServiceAccount, system:serviceaccount:NS:NAME; under `npm start`, the kubeconfig's user).
- */
+/** The policy and its binding (operator-exempt-policy.ts) for the operator's users. */
 export function approvalPolicy(operatorUsers: readonly string[]) {
-  const meta = { name: approvalPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } };
-  const policy = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy",
-    metadata: meta,
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: {
-        resourceRules: [{ apiGroups: [group], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: [plurals.App, plurals.Memcached] }],
-      },
-      // A JSON array of strings is a CEL list of strings: each name quoted and escaped.
-      matchConditions: [{ name: "not-the-operator", expression: `!(request.userInfo.username in ${JSON.stringify(operatorUsers)})` }],
-      variables: [
-        { name: "annotations", expression: annotations("object") },
-        { name: "oldAnnotations", expression: annotations("oldObject") },
-        // Set where it was not, or set to another plan id; not a removal, not a write that keeps it.
-        {
-          name: "approves",
-          expression: `${key} in variables.annotations && !(${key} in variables.oldAnnotations && variables.oldAnnotations[${key}] == variables.annotations[${key}])`,
-        },
-      ],
-      validations: [
-        {
-          // Only an approval asks the authorizer: every other write is left to RBAC's patch and update.
-          expression: `!variables.approves || authorizer.group('${group}').resource(request.resource.resource).namespace(request.namespace).name(request.name).check('approve').allowed()`,
-          message: `${refusal}${approvalRights("apps")} (memcacheds for a Memcached)`,
-          messageExpression: `request.userInfo.username + ' may not approve: ${refusal}${approvalRights(requestedPlural)}'`,
-          reason: "Forbidden",
-        },
-      ],
+  return operatorExemptPolicy(approvalPolicyName, operatorUsers, { group, plurals: [plurals.App, plurals.Memcached] }, [
+    { name: "annotations", expression: annotations("object") },
+    { name: "oldAnnotations", expression: annotations("oldObject") },
+    // Set where it was not, or set to another plan id; not a removal, not a write that keeps it.
+    {
+      name: "approves",
+      expression: `${key} in variables.annotations && !(${key} in variables.oldAnnotations && variables.oldAnnotations[${key}] == variables.annotations[${key}])`,
     },
-  } as const;
-  const binding = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicyBinding",
-    metadata: meta,
-    spec: { policyName: approvalPolicyName, validationActions: ["Deny"] },
-  } as const;
-  return [policy, binding] as const;
+  ], [
+    {
+      // Only an approval asks the authorizer: every other write is left to RBAC's patch and update.
+      expression: `!variables.approves || authorizer.group('${group}').resource(request.resource.resource).namespace(request.namespace).name(request.name).check('approve').allowed()`,
+      message: `${refusal}${approvalRights("apps")} (memcacheds for a Memcached)`,
+      messageExpression: `request.userInfo.username + ' may not approve: ${refusal}${approvalRights(requestedPlural)}'`,
+      reason: "Forbidden",
+    },
+  ]);
 }

@@ -6,6 +6,7 @@
 // child writes of the two replicas interleave. This policy leaves those labels to the operator's own
 // user: anyone else's create with one, and update that adds, changes or removes one, is refused.
 // Every other change (a replace that keeps them, any other label) goes through.
+import { operatorExemptPolicy } from "./operator-exempt-policy.ts";
 import { group, plurals } from "./types.ts";
 
 export const shardLabelsPolicyName = "appstack.dev-shard-labels";
@@ -14,50 +15,25 @@ export const shardLabelPrefix = "shard.appstack.dev/";
 const labels = (object: string) => `${object} != null && has(${object}.metadata.labels) ? ${object}.metadata.labels : {}`;
 const isShard = (key: string) => `${key}.startsWith('${shardLabelPrefix}')`;
 
-/**
- * The policy and its binding for the operator's users (as the API server names them: the install's
- * ServiceAccount, system:serviceaccount:NS:NAME; under `npm start`, the kubeconfig's user).
- */
+/** The policy and its binding (operator-exempt-policy.ts) for the operator's users. */
 export function shardLabelsPolicy(operatorUsers: readonly string[]) {
-  const meta = { name: shardLabelsPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } };
-  const policy = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicy",
-    metadata: meta,
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: {
-        resourceRules: [{ apiGroups: [group], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: [plurals.App, plurals.Memcached] }],
-      },
-      // A JSON array of strings is a CEL list of strings: each name quoted and escaped.
-      matchConditions: [{ name: "not-the-operator", expression: `!(request.userInfo.username in ${JSON.stringify(operatorUsers)})` }],
-      variables: [
-        { name: "labels", expression: labels("object") },
-        { name: "oldLabels", expression: labels("oldObject") },
-        // Added or changed, then removed.
-        {
-          name: "changed",
-          expression: `variables.labels.filter(k, ${isShard("k")} && !(k in variables.oldLabels && variables.oldLabels[k] == variables.labels[k])) + ` +
-            `variables.oldLabels.filter(k, ${isShard("k")} && !(k in variables.labels))`,
-        },
-      ],
-      validations: [
-        {
-          expression: "variables.changed.size() == 0",
-          message: `the labels ${shardLabelPrefix}* say which appstack replica reconciles this object: only the appstack operator sets, changes or removes them; keep them as they are (kubectl apply or patch rather than replace)`,
-          messageExpression:
-            `'the labels ' + variables.changed.join(', ') + ' say which appstack replica reconciles this object: only the appstack operator sets, changes or removes them; ` +
-            `keep them as they are (kubectl apply or patch rather than replace)'`,
-          reason: "Forbidden",
-        },
-      ],
+  return operatorExemptPolicy(shardLabelsPolicyName, operatorUsers, { group, plurals: [plurals.App, plurals.Memcached] }, [
+    { name: "labels", expression: labels("object") },
+    { name: "oldLabels", expression: labels("oldObject") },
+    // Added or changed, then removed.
+    {
+      name: "changed",
+      expression: `variables.labels.filter(k, ${isShard("k")} && !(k in variables.oldLabels && variables.oldLabels[k] == variables.labels[k])) + ` +
+        `variables.oldLabels.filter(k, ${isShard("k")} && !(k in variables.labels))`,
     },
-  } as const;
-  const binding = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingAdmissionPolicyBinding",
-    metadata: meta,
-    spec: { policyName: shardLabelsPolicyName, validationActions: ["Deny"] },
-  } as const;
-  return [policy, binding] as const;
+  ], [
+    {
+      expression: "variables.changed.size() == 0",
+      message: `the labels ${shardLabelPrefix}* say which appstack replica reconciles this object: only the appstack operator sets, changes or removes them; keep them as they are (kubectl apply or patch rather than replace)`,
+      messageExpression:
+        `'the labels ' + variables.changed.join(', ') + ' say which appstack replica reconciles this object: only the appstack operator sets, changes or removes them; ` +
+        `keep them as they are (kubectl apply or patch rather than replace)'`,
+      reason: "Forbidden",
+    },
+  ]);
 }

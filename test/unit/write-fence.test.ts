@@ -4,7 +4,7 @@
 // reads go on. A stand-in API server records what reaches it.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,18 @@ import { RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 import { apiClient, kubeClients, patchWorkload } from "../../operator/kube/clients.ts";
 import { fenceWrites, WriteFenced } from "../../operator/kube/write-fence.ts";
+
+/** A kubeconfig in `dir` for the stand-in API server `server`, over plain HTTP. */
+function standInKubeconfig(dir: string, server: Server): string {
+  const kubeconfig = join(dir, "kubeconfig");
+  writeFileSync(kubeconfig, yaml.dump({
+    apiVersion: "v1", kind: "Config", "current-context": "c",
+    clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, "insecure-skip-tls-verify": true } }],
+    users: [{ name: "u", user: {} }],
+    contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+  }));
+  return kubeconfig;
+}
 
 test("a fenced KubeConfig sends no write through any of its clients, and every read", { timeout: 15_000 }, async (t) => {
   const received: string[] = [];
@@ -29,14 +41,7 @@ test("a fenced KubeConfig sends no write through any of its clients, and every r
     server.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, yaml.dump({
-    apiVersion: "v1", kind: "Config", "current-context": "c",
-    clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, "insecure-skip-tls-verify": true } }],
-    users: [{ name: "u", user: {} }],
-    contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
-  }));
-  const clients = kubeClients(kubeconfig);
+  const clients = kubeClients(standInKubeconfig(dir, server));
   let holdsLease = true;
   fenceWrites(clients.config, () => (holdsLease ? undefined : "this replica no longer holds its shard lease"));
 
@@ -71,14 +76,7 @@ test("a write in flight when the lease's time is up, and the lease not renewed, 
     server.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, yaml.dump({
-    apiVersion: "v1", kind: "Config", "current-context": "c",
-    clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, "insecure-skip-tls-verify": true } }],
-    users: [{ name: "u", user: {} }],
-    contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
-  }));
-  const clients = kubeClients(kubeconfig);
+  const clients = kubeClients(standInKubeconfig(dir, server));
   let holdsLease = true;
   let checks = 0;
   let renewalsSeen: () => void = () => undefined;
