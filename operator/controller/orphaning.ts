@@ -69,7 +69,9 @@ export class Orphaning {
   async orphan(object: Workload, recorded: readonly RecordedChild[]): Promise<string[]> {
     const namespace = object.metadata.namespace;
     const candidates = new Map<string, RecordedChild>();
-    for (const child of [...recorded, ...childManifests(object).map(({ kind, name }) => ({ kind, namespace, name }))]) candidates.set(`${child.kind} ${child.namespace}/${child.name}`, child);
+    // The spec's children first, in the spec's order, then any other the state records: the Event
+    // names them in an order that does not depend on which create the engine finished first.
+    for (const child of [...childManifests(object).map(({ kind, name }) => ({ kind, namespace, name })), ...recorded]) candidates.set(`${child.kind} ${child.namespace}/${child.name}`, child);
     const left: string[] = [];
     for (const child of candidates.values()) {
       if (await this.unmark(object, child)) left.push(`${child.kind} ${child.name}${child.namespace === namespace ? "" : ` (namespace ${child.namespace})`}`);
