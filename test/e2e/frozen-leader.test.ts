@@ -38,9 +38,7 @@ after(async () => {
 });
 
 async function startReplica(hostname: string, stateDir?: string): Promise<OperatorProcess> {
-  // Its pods and the Apps share one namespace here, which an install never does: the operator's own
-  // namespace is excluded by default (APPSTACK_EXCLUDED_NAMESPACES), so only kube-system is.
-  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, env: { POD_NAMESPACE: namespace, APPSTACK_EXCLUDED_NAMESPACES: "kube-system" }, ...(stateDir ? { stateDir } : {}) });
+  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, env: { POD_NAMESPACE: namespace }, ...(stateDir ? { stateDir } : {}) });
   replicas.push(replica);
   return replica;
 }
