@@ -144,13 +144,22 @@ function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: numbe
   };
 }
 
-/** Kills what a test run that died without cleaning up left behind (its owner process is gone). */
+/**
+ * Abandoned: its owner process is gone, or, left running by `cluster up` (no owner), every one of
+ * its processes is gone (killed by hand or by a machine's cleanup), so nothing can use it again.
+ */
+function isAbandoned(state: ClusterState): boolean {
+  if (state.ownerPid !== null) return !isOurs(state.ownerPid, "");
+  return state.components.length > 0 && !state.components.some((component) => isRunning(component, state.dir));
+}
+
+/** Kills and removes what a run that died without cleaning up left behind, a real node's bridge, mounts and cgroups included. */
 export async function reapAbandonedClusters(): Promise<void> {
   for (const entry of readdirSync(tmpdir())) {
     if (!entry.startsWith(clusterDirPrefix)) continue;
     const dir = join(tmpdir(), entry);
     const state = readState(dir);
-    if (!state || state.ownerPid === null || isOurs(state.ownerPid, "")) continue;
+    if (!state || !isAbandoned(state)) continue;
     await stopComponents(state.components, dir, 2_000);
     if (state.realNode) tearDownRealNodeNow(state.realNode, dir);
     rmSync(dir, { recursive: true, force: true });

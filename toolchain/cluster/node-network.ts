@@ -41,6 +41,7 @@ export function bridgeName(clusterName: string): string {
 
 /** Makes the bridge with the gateway address, and a route that keeps the Service range on it. */
 export function createNodeNetwork(clusterName: string, serviceCidr: string): NodeNetwork {
+  deleteStrayBridges();
   const third = freePodSubnet(clusterName);
   const network: NodeNetwork = {
     bridge: bridgeName(clusterName),
@@ -49,14 +50,34 @@ export function createNodeNetwork(clusterName: string, serviceCidr: string): Nod
     serviceCidr,
     ipForwardBefore: readFileSync(ipForward, "utf8").trim(),
   };
-  deleteBridge(network.bridge);
   ip(["link", "add", network.bridge, "type", "bridge"]);
-  ip(["addr", "add", `${network.gateway}/24`, "dev", network.bridge]);
-  ip(["link", "set", network.bridge, "up"]);
-  // The host's own connections to a ClusterIP leave by this bridge (source: the gateway) for
-  // kube-proxy's rules to rewrite; an address no Service has goes nowhere instead of the default route.
-  ip(["route", "add", serviceCidr, "dev", network.bridge]);
+  try {
+    ip(["addr", "add", `${network.gateway}/24`, "dev", network.bridge]);
+    ip(["link", "set", network.bridge, "up"]);
+    // The host's own connections to a ClusterIP leave by this bridge (source: the gateway) for
+    // kube-proxy's rules to rewrite; an address no Service has goes nowhere instead of the default route.
+    ip(["route", "add", serviceCidr, "dev", network.bridge]);
+  } catch (error) {
+    deleteBridge(network.bridge);
+    throw error;
+  }
   return network;
+}
+
+const ourBridge = /^apst[0-9a-f]{8}$/;
+
+/**
+ * Deletes every bridge of this naming. Only one real node runs on a machine at a time (the cluster
+ * refuses a second), so any other is a leftover whose cluster folder is gone (removed by hand, or
+ * in another mount namespace's /tmp); it would hold the Service range's route and block this start.
+ */
+export function deleteStrayBridges(): string[] {
+  const bridges = ip(["-o", "link", "show", "type", "bridge"])
+    .split("\n")
+    .map((line) => /^\d+: ([^:@]+)/.exec(line)?.[1])
+    .filter((name): name is string => name !== undefined && ourBridge.test(name));
+  for (const bridge of bridges) deleteBridge(bridge);
+  return bridges;
 }
 
 function deleteBridge(bridge: string): void {
