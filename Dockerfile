@@ -1,6 +1,6 @@
 # The operator image:  docker build -t appstack:0.1.0 .
 # The base images are build arguments whose defaults are the public ones; `npx appstack image`
-# builds this same file with buildah on base images it makes locally (docs/running-in-the-cluster.md).
+# builds this same file with buildah on base images it makes locally (docs/development/images.md).
 ARG GO_IMAGE=golang:1.26-bookworm
 ARG NODE_IMAGE=node:24-bookworm-slim
 ARG DEBIAN_IMAGE=debian:bookworm-slim

@@ -115,7 +115,7 @@ export function buildTool(tool: Tool, log: Log): void {
     const onPath = pulumiOnPath();
     if (onPath) {
       // Upstream's build, so without appstack's changes to the CLI (preparePulumi): said, not hidden.
-      log(`  pulumi: using ${onPath}, already at the pinned version, as it is: without appstack's changes to the CLI (a stack's checkpoint found by name, not by listing the stacks folder; the password-strength libraries' stand-in), so each operation costs more CPU, more with more stacks (docs/toolchain.md)`);
+      log(`  pulumi: using ${onPath}, already at the pinned version, as it is: without appstack's changes to the CLI (a stack's checkpoint found by name, not by listing the stacks folder; the password-strength libraries' stand-in), so each operation costs more CPU, more with more stacks (docs/development/toolchain.md)`);
       mkdirSync(target, { recursive: true });
       execFileSync("ln", ["-sf", onPath, binary]);
       return;
