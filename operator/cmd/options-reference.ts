@@ -2,12 +2,13 @@
 // (operator/manager/settings.ts) and every install option (Pulumi.yaml's config, with the
 // `appstack manifests` flag of each). test/unit/options-reference.test.ts fails when the page's
 // table is not this one; `node --import tsx operator/cmd/options-reference.ts --write` writes it.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import yaml from "js-yaml";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { defaultResources } from "../../components/install.ts";
 import { operatorSettings } from "../manager/settings.ts";
+import { blockText, markdownTable, runAsWriter, writeBlock, type GeneratedBlock } from "./generated-blocks.ts";
 import { manifestsOptions } from "./manifests-cli.ts";
 
 export const referencePage = "docs/configuration.md";
@@ -42,7 +43,6 @@ export function installOptions(): Map<string, InstallOption> {
 
 const flagOf = new Map(Object.entries(manifestsOptions).map(([flag, key]) => [key as string, flag]));
 const installCell = (key: string) => `\`appstack:${key}\`${flagOf.has(key) ? ` (\`--${flagOf.get(key)}\`)` : ""}`;
-const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 /** The table, as Markdown. */
 export function optionsReference(): string {
@@ -63,26 +63,14 @@ export function optionsReference(): string {
   for (const [key, option] of install) {
     if (!covered.has(key)) rows.push(["-", "-", installCell(key), option.default, option.meaning]);
   }
-  return [
-    "| environment variable | operator flag | install option (`appstack manifests` flag) | default | meaning |",
-    "|---|---|---|---|---|",
-    ...rows.map((row) => `| ${row.map(cell).join(" | ")} |`),
-  ].join("\n");
+  return markdownTable(["environment variable", "operator flag", "install option (`appstack manifests` flag)", "default", "meaning"], rows);
 }
+
+export const optionsBlock: GeneratedBlock = { page: referencePage, beginMarker, endMarker, generate: optionsReference };
 
 /** The page's text between the markers, or undefined without them. */
 export function pageReference(page: string): string | undefined {
-  const begin = page.indexOf(beginMarker);
-  const end = page.indexOf(endMarker);
-  if (begin < 0 || end < begin) return undefined;
-  return page.slice(begin + beginMarker.length, end).trim();
+  return blockText(page, optionsBlock);
 }
 
-if (process.argv[1]?.endsWith("options-reference.ts") && process.argv.includes("--write")) {
-  const path = join(repoRoot, referencePage);
-  const page = readFileSync(path, "utf8");
-  const begin = page.indexOf(beginMarker);
-  const end = page.indexOf(endMarker);
-  if (begin < 0 || end < begin) throw new Error(`${referencePage} has no markers`);
-  writeFileSync(path, `${page.slice(0, begin + beginMarker.length)}\n\n${optionsReference()}\n\n${page.slice(end)}`);
-}
+if (runAsWriter("options-reference.ts")) writeBlock(optionsBlock);

@@ -14,10 +14,10 @@ export class OperatorMetrics {
   readonly reconcileErrors = new Counter({ name: "appstack_reconcile_errors_total", help: "Failed reconciles by kind and reason (StackUpdateFailed, ResourceConflict, DriftDetected, Forbidden, InternalError, ...).", labelNames: ["kind", "reason"], registers: [this.registry] });
   readonly resyncs = new Counter({ name: "appstack_resync_total", help: "Periodic resyncs: every object re-checked against its live children.", registers: [this.registry] });
   readonly reconcileSeconds = new Histogram({ name: "appstack_reconcile_duration_seconds", help: "Reconcile durations by kind.", labelNames: ["kind"], buckets: durationBuckets, registers: [this.registry] });
-  readonly operations = new Counter({ name: "appstack_pulumi_operations_total", help: "Pulumi operations by kind (up, destroy) and result.", labelNames: ["operation", "result"], registers: [this.registry] });
-  readonly operationSeconds = new Histogram({ name: "appstack_pulumi_operation_duration_seconds", help: "Pulumi operation durations by kind.", labelNames: ["operation"], buckets: durationBuckets, registers: [this.registry] });
+  readonly operations = new Counter({ name: "appstack_pulumi_operations_total", help: "Pulumi engine operations by operation (up, refresh, preview, destroy) and result (succeeded, failed).", labelNames: ["operation", "result"], registers: [this.registry] });
+  readonly operationSeconds = new Histogram({ name: "appstack_pulumi_operation_duration_seconds", help: "Pulumi engine operation durations by operation (up, refresh, preview, destroy).", labelNames: ["operation"], buckets: durationBuckets, registers: [this.registry] });
   readonly runningOperations = new Gauge({ name: "appstack_pulumi_operations_running", help: "Pulumi operations (engine processes) running now.", registers: [this.registry] });
-  readonly lastSuccessfulSync = new Gauge({ name: "appstack_last_successful_sync_timestamp_seconds", help: "When a reconcile last succeeded (Unix time).", registers: [this.registry] });
+  readonly lastSuccessfulSync = new Gauge({ name: "appstack_last_successful_sync_timestamp_seconds", help: "When a reconcile last succeeded (Unix time): it ended with nothing to retry (result success).", registers: [this.registry] });
   readonly leader = new Gauge({ name: "appstack_leader", help: "1 while this process holds the leader lease.", registers: [this.registry] });
   readonly leaseCalls = new Counter({ name: "appstack_leader_lease_calls_total", help: "Calls to acquire or renew the leader lease, by result (success, error): a standby that cannot reach the API counts errors.", labelNames: ["result"], registers: [this.registry] });
   /** Per object, with APPSTACK_OBJECT_METRICS (object-metrics.ts); undefined, and none of its series exist, without. */
@@ -42,7 +42,7 @@ export class OperatorMetrics {
         for (const [namespace, unavailable] of namespaces()) this.set({ namespace }, unavailable ? 1 : 0);
       },
     });
-    new Gauge({ name: "appstack_build_info", help: "Always 1; its labels say which build runs: the operator's version (the image's, APPSTACK_VERSION) and Node.js's.", labelNames: ["version", "node_version"], registers: [this.registry] })
+    new Gauge({ name: "appstack_build_info", help: "Always 1; its labels say which build runs: the operator's version (the image's APPSTACK_VERSION build argument, which `npx appstack image` sets to the image's tag; else package.json's) and Node.js's.", labelNames: ["version", "node_version"], registers: [this.registry] })
       .set({ version: buildVersion(), node_version: process.version }, 1);
     collectDefaultMetrics({ register: this.registry, prefix: "appstack_process_" });
   }
