@@ -2,12 +2,14 @@
 // change, Ready when the workload is available. Changes waiting for approval are none of the
 // three: the operator is not working and nothing failed, a person has to act; so is a suspended
 // object that holds changes back (suspension.ts). lastTransitionTime moves only when status changes.
+// Each reason, with when it is given and what to do, is in reasons.ts.
 import type { Condition } from "../../crds/types.ts";
+import type { ConditionReason, ReasonOf } from "./reasons.ts";
 
 export type Phase =
   | { kind: "ready"; message: string }
-  | { kind: "progressing"; reason: string; message: string }
-  | { kind: "stalled"; reason: string; message: string }
+  | { kind: "progressing"; reason: ReasonOf<"progressing">; message: string }
+  | { kind: "stalled"; reason: ReasonOf<"stalled">; message: string }
   | { kind: "awaiting"; message: string }
   /** spec.suspend (suspension.ts): `current` when nothing is held back and the rollout is complete. */
   | { kind: "suspended"; current: boolean; message: string }
@@ -15,8 +17,11 @@ export type Phase =
 
 type Desired = Pick<Condition, "type" | "status" | "reason" | "message">;
 
+/** The reason of each phase that has one of its own. */
+const phaseReasons = { ready: "Available", awaiting: "AwaitingApproval", suspended: "Suspended", deleting: "Deleting" } as const satisfies { [P in "ready" | "awaiting" | "suspended" | "deleting"]: ReasonOf<P> };
+
 /** Ready always carries the message; Reconciling and Stalled only while they are True. */
-function kstatus(reason: string, message: string, state: { ready: boolean; reconciling: boolean; stalled: boolean }): Desired[] {
+function kstatus(reason: ConditionReason, message: string, state: { ready: boolean; reconciling: boolean; stalled: boolean }): Desired[] {
   const status = (on: boolean) => (on ? "True" : "False");
   return [
     { type: "Ready", status: status(state.ready), reason, message },
@@ -28,17 +33,17 @@ function kstatus(reason: string, message: string, state: { ready: boolean; recon
 function desiredConditions(phase: Phase): Desired[] {
   switch (phase.kind) {
     case "ready":
-      return kstatus("Available", phase.message, { ready: true, reconciling: false, stalled: false });
+      return kstatus(phaseReasons.ready, phase.message, { ready: true, reconciling: false, stalled: false });
     case "progressing":
       return kstatus(phase.reason, phase.message, { ready: false, reconciling: true, stalled: false });
     case "stalled":
       return kstatus(phase.reason, phase.message, { ready: false, reconciling: false, stalled: true });
     case "awaiting":
-      return kstatus("AwaitingApproval", phase.message, { ready: false, reconciling: false, stalled: false });
+      return kstatus(phaseReasons.awaiting, phase.message, { ready: false, reconciling: false, stalled: false });
     case "suspended":
-      return kstatus("Suspended", phase.message, { ready: phase.current, reconciling: false, stalled: false });
+      return kstatus(phaseReasons.suspended, phase.message, { ready: phase.current, reconciling: false, stalled: false });
     case "deleting":
-      return kstatus("Deleting", phase.message, { ready: false, reconciling: true, stalled: false });
+      return kstatus(phaseReasons.deleting, phase.message, { ready: false, reconciling: true, stalled: false });
   }
 }
 

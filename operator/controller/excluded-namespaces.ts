@@ -6,8 +6,9 @@
 // ServiceAccounts; one applied before its namespace was excluded is still destroyed when deleted.
 import type { Workload } from "../../crds/types.ts";
 import type { Phase } from "./conditions.ts";
+import type { ConditionReason } from "./reasons.ts";
 
-export const namespaceExcludedReason = "NamespaceExcluded";
+export const namespaceExcludedReason = "NamespaceExcluded" satisfies ConditionReason;
 
 /** The phase of `object` when its namespace is excluded, else undefined. */
 export function excludedPhase(object: Workload, excluded: ReadonlySet<string> | undefined): Extract<Phase, { kind: "stalled" }> | undefined {

@@ -3,26 +3,19 @@
 // this a rollout that cannot go on reads "0 of 2 updated replicas available" until the
 // Deployment's progress deadline (ten minutes), and nobody learns why.
 import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
+import { podWaitingReasons, type PodWaitingReason } from "./reasons.ts";
 
 /**
- * Container waiting reasons that no wait ends by itself: the kubelet retries with a backoff, but
- * the spec (or an image, a Secret, a registry) has to change first. ContainerCreating and
- * PodInitializing are the normal start and are not among them.
+ * Container waiting reasons that no wait ends by itself (reasons.ts lists them): the kubelet
+ * retries with a backoff, but the spec (or an image, a Secret, a registry) has to change first.
+ * ContainerCreating and PodInitializing are the normal start and are not among them.
  */
-const waitingTroubles = new Set([
-  "ImagePullBackOff",
-  "ErrImagePull",
-  "ErrImageNeverPull",
-  "InvalidImageName",
-  "CrashLoopBackOff",
-  "CreateContainerConfigError",
-  "CreateContainerError",
-  "RunContainerError",
-]);
+const waitingTroubles: ReadonlySet<string> = new Set(podWaitingReasons);
+const isWaitingTrouble = (reason: string | undefined): reason is PodWaitingReason => reason !== undefined && waitingTroubles.has(reason);
 
 export interface PodTrouble {
   /** The kubelet's reason (ImagePullBackOff, CrashLoopBackOff, ...) or Unschedulable. */
-  readonly reason: string;
+  readonly reason: PodWaitingReason | "Unschedulable";
   /** One pod's case, in words, with the pod and container named. */
   readonly detail: string;
   /** How many of the pods are in trouble of any kind. */
@@ -97,17 +90,18 @@ function lastExit(status: V1ContainerStatus): string {
 }
 
 /** What is wrong with one container, or undefined when it is running or starting normally. */
-function containerTrouble(status: V1ContainerStatus): { reason: string; detail: string } | undefined {
+function containerTrouble(status: V1ContainerStatus): { reason: PodWaitingReason; detail: string } | undefined {
   const waiting = status.state?.waiting;
-  if (!waiting?.reason || !waitingTroubles.has(waiting.reason)) return undefined;
+  const reason = waiting?.reason;
+  if (!waiting || !isWaitingTrouble(reason)) return undefined;
   const message = waiting.message ? `: ${waiting.message}` : "";
-  const image = waiting.reason.includes("Image") ? ` (image ${status.image})` : "";
-  const exit = waiting.reason === "CrashLoopBackOff" ? lastExit(status) : "";
-  return { reason: waiting.reason, detail: `container ${status.name} ${waiting.reason}${image}${message}${exit}` };
+  const image = reason.includes("Image") ? ` (image ${status.image})` : "";
+  const exit = reason === "CrashLoopBackOff" ? lastExit(status) : "";
+  return { reason, detail: `container ${status.name} ${reason}${image}${message}${exit}` };
 }
 
 interface Trouble {
-  readonly reason: string;
+  readonly reason: PodTrouble["reason"];
   readonly detail: string;
   readonly since: Date | undefined;
 }

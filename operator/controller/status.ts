@@ -39,7 +39,8 @@ function rolloutProgress(object: Workload, deployment: V1Deployment | undefined)
 function refused(status: V1DeploymentStatus): Phase | undefined {
   const failure = status.conditions?.find((c) => c.type === "ReplicaFailure" && c.status === "True");
   if (!failure) return undefined;
-  return { kind: "stalled", reason: failure.reason ?? "FailedCreate", message: `the API server refuses the pods: ${failure.message ?? "no message"}` };
+  // The ReplicaSet controller's reason, as the Deployment passes it on: FailedCreate for pods refused.
+  return { kind: "stalled", reason: (failure.reason ?? "FailedCreate") as "FailedCreate", message: `the API server refuses the pods: ${failure.message ?? "no message"}` };
 }
 
 /** The replica counts of a Deployment whose newest spec the controller has seen, as `kubectl rollout status` reads them. */

@@ -87,7 +87,7 @@ test("a rollout waiting on a pod the scheduler cannot place says so, with the sc
   // Ready, stalled, applying: not about the pods.
   const ready = rolloutPhase(app(0), deployment({}));
   assert.equal(withPodTrouble(ready, [pending], 1_000).phase, ready);
-  const applying = { kind: "progressing" as const, reason: "Applying", message: "up" };
+  const applying = { kind: "progressing" as const, reason: "Applying" as const, message: "up" };
   assert.equal(withPodTrouble(applying, [pending], 1_000).phase, applying);
 });
 
