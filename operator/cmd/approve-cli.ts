@@ -14,7 +14,7 @@ import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
 import { age } from "./table.ts";
 
-export const approveUsage = `usage: appstack approve app/NAME|memcached/NAME [--yes] [-n NS] [--context=NAME] [--kubeconfig=PATH]
+export const approveUsage = `usage: appstack approve app/NAME|memcached/NAME [--yes] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   shows the plan waiting for approval (updatePolicy Preview), asks, and approves exactly that plan;
   --yes approves without asking (required when not on a terminal). Exit code 0: approved, 1: not.`;
 
@@ -82,8 +82,11 @@ async function waitingPlan(clients: KubeClients, key: { kind: WorkloadKind; name
   return { object, shown };
 }
 
+/** kubectl's flags (-A and -o refused: one object, no data) and --yes. */
+export const approveOptions = { ...kubeOptions, yes: { type: "boolean", short: "y" } } as const;
+
 async function approve(argv: readonly string[]): Promise<string> {
-  const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, yes: { type: "boolean", short: "y" } }, approveUsage);
+  const { values, positionals } = parseCommandLine(argv, approveOptions, approveUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${approveUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], approveUsage);
   if (values["all-namespaces"] || values.output) throw new UsageError(`approve takes one object in one namespace, and prints no data (no -A, no -o)\n${approveUsage}`);

@@ -25,8 +25,10 @@ export const realNodeSamplesDir = join(repoRoot, "crds", "samples", "real-node")
 const waitTimeout = "300s";
 const say = (line: string) => console.error(line);
 
+export const clusterInstallOptions = { samples: { type: "boolean" } } as const;
+
 export async function runClusterInstall(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseCommandLine(argv, { samples: { type: "boolean" } }, clusterInstallUsage);
+  const { values, positionals } = parseCommandLine(argv, clusterInstallOptions, clusterInstallUsage);
   if (positionals.length > 1) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(" ")}\n${clusterInstallUsage}`);
   const name = positionals[0] ?? defaultClusterName;
   const state = readState(clusterDir(name));

@@ -119,8 +119,11 @@ class HistoryTimedOut extends Error {}
 
 type Read = { rows: HistoryRow[]; note?: string };
 
+/** kubectl's flags (-A refused: one object), and --stack with where the operator's state is. */
+export const historyOptions = { ...kubeOptions, stack: { type: "boolean" }, "state-dir": operatorOptions["state-dir"], "backend-url": operatorOptions["backend-url"] } as const;
+
 async function readHistory(argv: readonly string[]): Promise<Read & { format: ReturnType<typeof outputFormat> }> {
-  const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, stack: { type: "boolean" }, "state-dir": operatorOptions["state-dir"], "backend-url": operatorOptions["backend-url"] }, historyUsage);
+  const { values, positionals } = parseCommandLine(argv, historyOptions, historyUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${historyUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], historyUsage);
   if (values["all-namespaces"]) throw new UsageError(`history names one object: -n NAMESPACE, not -A\n${historyUsage}`);

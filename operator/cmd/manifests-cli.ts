@@ -43,14 +43,17 @@ export const manifestsOptions = {
   "default-service-account": "defaultServiceAccount",
 } as const;
 
+/** The flags it parses: the install options', and -o FILE. */
+export const manifestsFlags = {
+  ...(Object.fromEntries(Object.keys(manifestsOptions).map((flag) => [flag, { type: "string" }])) as Record<keyof typeof manifestsOptions, { type: "string" }>),
+  output: { type: "string", short: "o" },
+} as const;
+
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
 const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "ServiceMonitor"];
 
 export async function runManifestsCli(argv: readonly string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    ...Object.fromEntries(Object.keys(manifestsOptions).map((flag) => [flag, { type: "string" }])) as Record<keyof typeof manifestsOptions, { type: "string" }>,
-    output: { type: "string", short: "o" },
-  }, manifestsUsage);
+  const flags = parseFlags(argv, manifestsFlags, manifestsUsage);
   if (!flags["passphrase-secret"]) throw new UsageError(`appstack manifests: --passphrase-secret is required: the rendered install holds no passphrase\n${manifestsUsage}`);
   const settings = installSettings(flags);
   const documents = await render(settings);

@@ -25,7 +25,7 @@ export const previewUsage = `usage: appstack preview -f FILE [-f FILE ...] [--js
   previews App and Memcached objects against the cluster and the operator's stack state;
   changes nothing. Exit code 0: no changes, 2: changes, 1: error.`;
 
-const previewOptions = {
+export const previewOptions = {
   filename: { type: "string", short: "f", multiple: true },
   json: { type: "boolean" },
   refresh: { type: "boolean" },

@@ -13,10 +13,10 @@ import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from 
 import { needsPersonExitCode } from "./status-cli.ts";
 
 export const reconcileUsage = `usage: appstack reconcile app/NAME|memcached/NAME [--timeout=5m] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
-  runs a refresh and pulumi up now (annotation ${reconcileRequestAnnotation}) and waits for the result.
+  runs a refresh and pulumi up now (annotation ${reconcileRequestAnnotation}) and waits for the result,
+  at most --timeout (a duration as 90s, 5m or 1h; default 5m).
   Exit code 0: Ready; 1: Stalled, held back by spec.dependsOn (DependencyNotReady, the dependencies named),
-  the deadline (--timeout, as 90s, 5m or 1h; default 5m) or an error;
-  3: handled, and a plan waits for approval (updatePolicy Preview).`;
+  past the timeout, or an error; 3: handled, and a plan waits for approval (updatePolicy Preview).`;
 
 /** The field manager of the write: a person's, through this command. */
 export const reconcileFieldManager = "appstack-reconcile";
@@ -54,8 +54,11 @@ export function reconcileOutcome(object: Workload | undefined, requestedAt: stri
   return { done: false, why: `not Ready yet (${reason})` };
 }
 
+/** kubectl's flags (-A and -o refused: one object, no data) and --timeout. */
+export const reconcileOptions = { ...kubeOptions, timeout: { type: "string" } } as const;
+
 async function reconcile(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseCommandLine(argv, { ...kubeOptions, timeout: { type: "string" } }, reconcileUsage);
+  const { values, positionals } = parseCommandLine(argv, reconcileOptions, reconcileUsage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${reconcileUsage}`);
   if (values["all-namespaces"] || values.output) throw new UsageError(`reconcile takes one object in one namespace, and prints no data (no -A, no -o)\n${reconcileUsage}`);
   const { kind, name } = parseObjectRef(positionals[0], reconcileUsage);

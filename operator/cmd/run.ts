@@ -93,8 +93,11 @@ async function sampleFiles(cluster: LocalCluster | undefined, say: (line: string
   return readdirSync(realNodeSamplesDir).filter((file) => file.endsWith(".yaml")).sort().map((file) => join(realNodeSamplesDir, file));
 }
 
+/** The operator's flags, and the local cluster's. */
+export const runOptions = { ...operatorOptions, samples: { type: "boolean" }, "real-node": { type: "boolean" }, backend: { type: "string" } } as const;
+
 export async function runMainJob(argv: readonly string[]): Promise<void> {
-  const { samples: withSamples = false, "real-node": realNode = false, backend, ...flags } = parseFlags(argv, { ...operatorOptions, samples: { type: "boolean" }, "real-node": { type: "boolean" }, backend: { type: "string" } }, runUsage);
+  const { samples: withSamples = false, "real-node": realNode = false, backend, ...flags } = parseFlags(argv, runOptions, runUsage);
   buildToolchain();
   const say = (line: string) => console.error(line);
   const kubeconfig = namedKubeconfig(flags.kubeconfig ?? process.env["KUBECONFIG"], say);

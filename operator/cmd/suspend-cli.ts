@@ -6,7 +6,7 @@ import { mergePatch } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
 
-const usageOf = (verb: "suspend" | "resume") => `usage: appstack ${verb} app/NAME|memcached/NAME [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
+export const suspendUsage = (verb: "suspend" | "resume"): string => `usage: appstack ${verb} app/NAME|memcached/NAME [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   ${verb === "suspend" ? "sets spec.suspend: true: no pulumi up, no drift repair, no preview until it is resumed; a deletion leaves the children in place" : "sets spec.suspend: false: the operator applies whatever changed while it was suspended"}.
   Exit code 0: done, 1: not.`;
 
@@ -14,7 +14,7 @@ const usageOf = (verb: "suspend" | "resume") => `usage: appstack ${verb} app/NAM
 export const suspendFieldManager = "appstack-suspend";
 
 async function setSuspend(verb: "suspend" | "resume", argv: readonly string[]): Promise<string> {
-  const usage = usageOf(verb);
+  const usage = suspendUsage(verb);
   const { values, positionals } = parseCommandLine(argv, kubeOptions, usage);
   if (positionals.length !== 1) throw new UsageError(`name one object\n${usage}`);
   if (values["all-namespaces"] || values.output) throw new UsageError(`${verb} takes one object in one namespace, and prints no data (no -A, no -o)\n${usage}`);

@@ -11,7 +11,7 @@ import { isRunning as componentRuns } from "./process.ts";
 /** The cluster the commands mean when none is named: `local`, or APPSTACK_CLUSTER_NAME (as kind reads KIND_CLUSTER_NAME). */
 export const defaultClusterName = process.env["APPSTACK_CLUSTER_NAME"] || "local";
 
-const clusterUsage = `usage: appstack cluster up|down|env|list [name] [--real-node]  (--real-node: with \`up\`, a real node: pods run)
+export const clusterUsage = `usage: appstack cluster up|down|env|list [name] [--real-node]  (--real-node: with \`up\`, a real node: pods run)
        appstack cluster load IMAGE... [--name NAME]  images into the real node: archives (OCI or docker save), or images \`appstack image\` built
        appstack cluster install [name] [--samples]   the operator as a pod on the real node, from the rendered install; --samples: the real-node samples too`;
 
@@ -42,9 +42,11 @@ export async function clusterUp(name: string, realNode = false): Promise<void> {
   console.log(envLines(name));
 }
 
+export const clusterLoadOptions = { name: { type: "string" } } as const;
+
 /** `cluster load IMAGE... [--name NAME]`: the images first, as `kind load` takes them. */
 function loadCommand(args: string[]): void {
-  const { values, positionals } = parseArgs({ args, options: { name: { type: "string" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({ args, options: clusterLoadOptions, allowPositionals: true });
   if (!positionals.length) throw new Error(`cluster load: name at least one image\n${clusterUsage}`);
   loadImages(values.name ?? defaultClusterName, positionals, (line) => console.error(line));
 }
