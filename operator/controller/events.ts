@@ -6,6 +6,7 @@ import type { Workload } from "../../crds/types.ts";
 import { briefError, keyOf, keyString, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import { redactKnownSecrets } from "../base/redact.ts";
+import type { ConditionReason, EventReason } from "./reasons.ts";
 
 const repeatWindowMs = 5 * 60_000;
 
@@ -35,7 +36,8 @@ export class EventRecorder {
     for (const key of this.recent.keys()) if (key.startsWith(`${objectKey}|`)) this.recent.delete(key);
   }
 
-  record(object: Workload, type: EventType, reason: string, given: string): void {
+  /** `reason`: one a condition carries, or one of an Event alone (reasons.ts). */
+  record(object: Workload, type: EventType, reason: ConditionReason | EventReason, given: string): void {
     const message = redactKnownSecrets(given);
     // The uid too: a new object of the same name is another object, and its Events are news.
     const key = `${keyString(keyOf(object))}|${object.metadata.uid}/${reason}/${message}`;

@@ -140,3 +140,22 @@ export type ConditionReason = keyof typeof conditionReasons;
 export type ReasonOf<P extends ReasonPhase> = {
   [R in ConditionReason]: P extends (typeof conditionReasons)[R]["phases"][number] ? R : never;
 }[ConditionReason];
+
+/**
+ * The reasons of Events that say what was done rather than a state: no condition carries them.
+ * An Event may also carry a condition reason (events.ts takes only these two lists).
+ */
+export const eventReasons = {
+  StackUpdated: { type: "Normal", when: "`pulumi up` applied the spec: a new object, a changed spec, a new version of the operator's program; the message says why and what changed" },
+  DriftRepaired: { type: "Normal", when: "`pulumi up` put back what someone changed on the children; the message names the fields and what changed" },
+  ChangesPending: { type: "Normal", when: "with `updatePolicy: Preview`, a plan waits for approval; the message names it, its changes and the command that approves it" },
+  PlanApplied: { type: "Normal", when: "with `updatePolicy: Preview`, an approved plan was applied" },
+  ApprovalRefused: { type: "Warning", when: "with `updatePolicy: Preview`, an approval was not carried out (the plan it names is not the one waiting, or no longer matches); the message says why; the approval is removed and a fresh preview written" },
+  StackRefreshed: { type: "Normal", when: "with `updatePolicy: Preview`, `pulumi refresh` recorded the cluster again: an interrupted operation had left the stack's record unfinished, or a reconcile was asked for" },
+  ForeignResourceDropped: { type: "Warning", when: "an object appstack did not create took the name of a child this object had; it was dropped from the stack's state, and appstack neither changes nor deletes it ([Ownership](drift-and-ownership.md#ownership))" },
+  StackDestroyed: { type: "Normal", when: "a deleted object's `pulumi destroy` ended, and its stack was removed" },
+  StackForgotten: { type: "Warning", when: "a deleted object's destroy failed again and again while its namespace is terminating: the stack state was removed, and the namespace's deletion removes the children ([Deletion](#deletion))" },
+  ChildrenOrphaned: { type: "Normal", when: "a deleted object's children were left in place (`deletionPolicy: Orphan`, or the object was suspended) and its stack removed without a destroy ([Deletion](#deletion))" },
+} as const satisfies Record<string, { readonly type: "Normal" | "Warning"; readonly when: string }>;
+
+export type EventReason = keyof typeof eventReasons;
