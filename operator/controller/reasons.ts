@@ -83,7 +83,7 @@ export const conditionReasons = {
     when: "a new spec waits for an object of `spec.dependsOn` that is not Ready for its generation, is missing or is being deleted; the message names it and what is held back",
     todo: "make the dependency Ready, or remove it from `spec.dependsOn` ([Dependencies](#dependencies))",
   },
-  Deleting: { phases: ["deleting"], when: "the object is deleted and its `pulumi destroy` runs (or its children are orphaned, by `deletionPolicy`)", todo: "wait ([Deletion](#deletion))" },
+  Deleting: { phases: ["deleting"], when: "the object is deleted and its `pulumi destroy` runs (or, with `deletionPolicy: Orphan` or for a suspended object, its children are left in place and its stack removed)", todo: "wait ([Deletion](#deletion))" },
   AwaitingApproval: {
     phases: ["awaiting"],
     when: "with `updatePolicy: Preview`, a plan waits for a person's approval; Reconciling and Stalled are False: nothing runs and nothing failed. The message names the plan",
