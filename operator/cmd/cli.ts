@@ -1,7 +1,7 @@
 // The `appstack` command: wiring only. Each verb lives with the code it drives.
 import "./preload.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
+import { renderedCrds, yamlDir } from "../../components/crd-yaml.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { installHostPackages } from "../../toolchain/host-packages.ts";
 import { clusterCommand } from "../../toolchain/cluster/command.ts";
