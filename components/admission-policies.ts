@@ -6,6 +6,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { approvalPolicy } from "../crds/approval.ts";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { shardLabelsPolicy } from "../crds/shard-labels.ts";
+import { kindPlurals } from "./kinds.ts";
 
 type Pair = readonly [policy: object, binding: object];
 
@@ -15,9 +16,9 @@ export function admissionPolicies(name: string, operatorUser: string, parent: pu
     // The API server's own guard against taking over an object appstack did not create.
     ownership: [ownershipPolicy, ownershipPolicyBinding],
     // Only the operator's ServiceAccount sets, changes or removes the shard labels of the objects.
-    "shard-labels": shardLabelsPolicy([operatorUser]),
+    "shard-labels": shardLabelsPolicy([operatorUser], kindPlurals),
     // Approving a plan needs the RBAC verb approve, not only patch.
-    approve: approvalPolicy([operatorUser]),
+    approve: approvalPolicy([operatorUser], kindPlurals),
   };
   for (const [suffix, [policy, binding]] of Object.entries(pairs)) {
     // Plain JSON, one source for `npm start`'s install (operator/kube/apply.ts) and this one.

@@ -1,10 +1,26 @@
-// App: a Deployment, and a ClusterIP Service when the App has a port.
+// App, the general web workload, as one kind definition: its spec (one container image, replicas,
+// an optional port), a Deployment, and a ClusterIP Service when it has a port.
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { App, AppSpec } from "../crds/types.ts";
+import { envSchema, imageSchema, resourcesSchema } from "../crds/fields.ts";
+import { Type } from "../crds/schema-kit.ts";
+import { podSecurityField } from "../crds/spec-fields.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
-import { declareChildren, type ChildManifest, type WorkloadDescription } from "./workload.ts";
+import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
+
+const appFields = {
+  image: imageSchema(),
+  replicas: Type.Integer({ format: "int32", default: 1, minimum: 0, maximum: 1000, description: "Number of pods (kubectl scale changes it)." }),
+  port: Type.Optional(Type.Integer({ format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." })),
+  env: Type.Optional(envSchema),
+  resources: Type.Optional(resourcesSchema),
+  // Baseline: an App's image may need root (nginx binds port 80 as root).
+  podSecurity: podSecurityField("Baseline"),
+};
+
+export type App = ObjectOf<typeof appFields>;
+export type AppSpec = App["spec"];
 
 export interface AppWorkloadArgs {
   /** The App the children belong to. A plain value: it names and labels the children. */
@@ -34,10 +50,22 @@ export class AppWorkload extends pulumi.ComponentResource {
   }
 }
 
-export const appKind: WorkloadDescription<App> = {
-  kind: "App",
+export const appKind = defineKind({
+  api: {
+    kind: "App",
+    plural: "apps",
+    shortNames: ["asapp"],
+    description: "An App runs one container image as a Deployment, with a ClusterIP Service when it has a port; appstack reconciles it through a Pulumi stack of its own.",
+    spec: { description: "The workload: one container image run as a Deployment, with a Service when it has a port.", fields: appFields },
+    printerColumns: [
+      { name: "Image", type: "string", jsonPath: ".spec.image" },
+      { name: "Desired", type: "integer", jsonPath: ".spec.replicas" },
+      { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
+    ],
+    replicasPath: ".spec.replicas",
+  },
   appName: (object) => object.metadata.name,
   children: appChildren,
   component: (owner, spec, opts) => new AppWorkload(owner.name, { owner, spec }, opts),
   replicas: (spec) => spec.replicas,
-};
+});

@@ -1,7 +1,7 @@
 // The appstack CRDs as Pulumi resources, from the same definitions as crds/yaml/.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { customResourceDefinitions } from "../crds/index.ts";
+import { customResourceDefinitions } from "./kinds.ts";
 
 export interface AppstackCrdsArgs {
   /** Extra labels for the CRDs, beside app.kubernetes.io/part-of. */

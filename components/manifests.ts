@@ -1,8 +1,8 @@
 // What appstack's components create, as plain manifests: no Pulumi at run time here, so the same
 // functions serve the components, their tests, and the benchmark's baseline reconciler.
 import type * as k8s from "@pulumi/kubernetes";
-import type { AppSpec, MemcachedSpec } from "../crds/types.ts";
-import { defaultMemcachedUser } from "../crds/memcached.ts";
+import type { AppSpec } from "./app.ts";
+import type { MemcachedSpec } from "./memcached.ts";
 import { childMetadata, selectorLabels, type Owner } from "./metadata.ts";
 import { securityContexts } from "./pod-security.ts";
 
@@ -56,6 +56,11 @@ export function appService(owner: Owner, spec: AppSpec): k8s.types.input.core.v1
 }
 
 export const memcachedPort = 11211;
+
+export const defaultMemcachedImage = "memcached:1.6";
+
+/** The memcache user of the official memcached image; any image runs as it under Restricted. */
+export const defaultMemcachedUser = 11211;
 
 export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.types.input.apps.v1.Deployment {
   const metadata = childMetadata(owner, memcachedAppName);

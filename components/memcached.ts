@@ -1,10 +1,29 @@
-// Memcached: a Deployment of memcached pods and a ClusterIP Service in front of them.
+// Memcached, the classic operator example, as one kind definition: a Deployment of memcached pods
+// and a ClusterIP Service in front of them on port 11211.
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { Memcached, MemcachedSpec } from "../crds/types.ts";
-import { memcachedAppName, memcachedDeployment, memcachedService } from "./manifests.ts";
+import { imageSchema } from "../crds/fields.ts";
+import { Type } from "../crds/schema-kit.ts";
+import { podSecurityField } from "../crds/spec-fields.ts";
+import type { WorkloadStatus } from "../crds/types.ts";
+import { defaultMemcachedImage, defaultMemcachedUser, memcachedAppName, memcachedDeployment, memcachedService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
-import { declareChildren, type ChildManifest, type WorkloadDescription } from "./workload.ts";
+import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
+
+const memcachedFields = {
+  size: Type.Integer({ format: "int32", minimum: 0, maximum: 100, description: "Number of memcached pods." }),
+  image: imageSchema({ default: defaultMemcachedImage, description: `The memcached image (default ${defaultMemcachedImage}).` }),
+  // Restricted, as user 11211: memcached needs no root.
+  podSecurity: podSecurityField("Restricted", defaultMemcachedUser),
+};
+
+export interface MemcachedStatus extends WorkloadStatus {
+  /** Sorted names of the memcached pods. */
+  nodes?: string[];
+}
+
+export type Memcached = ObjectOf<typeof memcachedFields, MemcachedStatus>;
+export type MemcachedSpec = Memcached["spec"];
 
 export interface MemcachedWorkloadArgs {
   /** The Memcached object the children belong to. */
@@ -35,12 +54,23 @@ export class MemcachedWorkload extends pulumi.ComponentResource {
   }
 }
 
-export const memcachedKind: WorkloadDescription<Memcached> = {
-  kind: "Memcached",
+export const memcachedKind = defineKind<typeof memcachedFields, MemcachedStatus>({
+  api: {
+    kind: "Memcached",
+    plural: "memcacheds",
+    description: "A Memcached runs memcached pods as a Deployment with a ClusterIP Service on port 11211; appstack reconciles it through a Pulumi stack of its own.",
+    spec: { description: "The memcached cluster: how many pods, which image.", fields: memcachedFields },
+    status: { nodes: { type: "array", items: { type: "string" }, description: "Sorted names of the memcached pods." } },
+    printerColumns: [
+      { name: "Size", type: "integer", jsonPath: ".spec.size" },
+      { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
+    ],
+    replicasPath: ".spec.size",
+  },
   appName: () => memcachedAppName,
   children: memcachedChildren,
   component: (owner, spec, opts) => new MemcachedWorkload(owner.name, { owner, spec }, opts),
   replicas: (spec) => spec.size,
   // The sorted names of its pods: who serves the cache.
   statusOf: (pods) => ({ nodes: pods.map((pod) => pod.metadata?.name ?? "").filter(Boolean).sort() }),
-};
+});

@@ -5,7 +5,9 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { V1Pod } from "@kubernetes/client-node";
-import type { Workload, WorkloadStatus } from "../crds/types.ts";
+import type { KindObject, Workload, WorkloadStatus } from "../crds/types.ts";
+import type { KindApi } from "../crds/crd.ts";
+import type { Static, TObject, TProperties } from "../crds/schema-kit.ts";
 import type { ChildKind } from "../crds/child-kinds.ts";
 import type { Owner } from "./metadata.ts";
 
@@ -57,8 +59,9 @@ export interface WorkloadComponent extends pulumi.ComponentResource {
 /** The status fields of `W`'s kind beyond those every kind reports (WorkloadStatus). */
 export type KindStatus<W extends Workload> = Omit<NonNullable<W["status"]>, keyof WorkloadStatus>;
 
+/** A kind, whole: its API (from which its CRD is derived) and what its objects make. */
 export interface WorkloadDescription<W extends Workload> {
-  readonly kind: W["kind"];
+  readonly api: KindApi;
   /** The app.kubernetes.io/name of its children (with the instance and the kind, it selects the pods). */
   appName(object: W): string;
   /** Every child and its manifest: exactly what the component applies. */
@@ -69,4 +72,16 @@ export interface WorkloadDescription<W extends Workload> {
   replicas(spec: W["spec"]): number;
   /** Status fields only this kind reports, from its pods. */
   statusOf?(pods: readonly V1Pod[]): KindStatus<W>;
+}
+
+/** An object of the kind whose own spec fields are `F`, reporting the status fields `S` besides every kind's. */
+export type ObjectOf<F extends TProperties, S extends WorkloadStatus = WorkloadStatus> = KindObject<Static<TObject<F>>, S>;
+
+/**
+ * A kind, in one definition: its API (kind, plural, its own spec fields as a TypeBox schema, its
+ * columns) and what an object of it makes (the component and the children it declares). Every
+ * other part of the operator (watches, CRD, policies, the command line) reads the kind from this.
+ */
+export function defineKind<F extends TProperties, S extends WorkloadStatus = WorkloadStatus>(definition: WorkloadDescription<ObjectOf<F, S>> & { readonly api: KindApi<F> }): WorkloadDescription<ObjectOf<F, S>> {
+  return definition;
 }

@@ -7,7 +7,7 @@
 // it once used, controller/approval.ts; a person may withdraw one), and the operator's own user is
 // never checked.
 import { operatorExemptPolicy } from "./operator-exempt-policy.ts";
-import { approveAnnotation, group, plurals } from "./types.ts";
+import { approveAnnotation, group } from "./types.ts";
 
 export const approvalPolicyName = "appstack.dev-approve";
 
@@ -23,9 +23,11 @@ const key = `'${approveAnnotation}'`;
 const requestedPlural = "' + request.resource.resource + '";
 const refusal = `setting ${approveAnnotation} approves a plan; `;
 
-/** The policy and its binding (operator-exempt-policy.ts) for the operator's users. */
-export function approvalPolicy(operatorUsers: readonly string[]) {
-  return operatorExemptPolicy(approvalPolicyName, operatorUsers, { group, plurals: [plurals.App, plurals.Memcached] }, [
+/** The policy and its binding (operator-exempt-policy.ts) for the operator's users, over every kind's resource (`plurals`, the first named in the fallback message). */
+export function approvalPolicy(operatorUsers: readonly string[], plurals: readonly string[]) {
+  const [first, ...others] = plurals;
+  const alsoFor = others.length ? ` (${others.join(", ")} for the other kinds)` : "";
+  return operatorExemptPolicy(approvalPolicyName, operatorUsers, { group, plurals }, [
     { name: "annotations", expression: annotations("object") },
     { name: "oldAnnotations", expression: annotations("oldObject") },
     // Set where it was not, or set to another plan id; not a removal, not a write that keeps it.
@@ -37,7 +39,7 @@ export function approvalPolicy(operatorUsers: readonly string[]) {
     {
       // Only an approval asks the authorizer: every other write is left to RBAC's patch and update.
       expression: `!variables.approves || authorizer.group('${group}').resource(request.resource.resource).namespace(request.namespace).name(request.name).check('approve').allowed()`,
-      message: `${refusal}${approvalRights("apps")} (memcacheds for a Memcached)`,
+      message: `${refusal}${approvalRights(first ?? "")}${alsoFor}`,
       messageExpression: `request.userInfo.username + ' may not approve: ${refusal}${approvalRights(requestedPlural)}'`,
       reason: "Forbidden",
     },

@@ -2,9 +2,9 @@
 // Kubernetes extension, such as x-kubernetes-validations or a list type, passes through as an
 // option), and `Static<>` gives the TypeScript type from the same value. The few shapes a
 // structural schema needs that TypeBox writes otherwise are here.
-import Type, { type Static, type TSchema } from "typebox";
+import Type, { type Static, type TObject, type TProperties, type TSchema } from "typebox";
 
-export { Type, type Static, type TSchema };
+export { Type, type Static, type TObject, type TProperties, type TSchema };
 
 /** A string of the given values: a structural schema needs `type` beside `enum`, which TypeBox's Enum leaves out. */
 export function stringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {

@@ -7,7 +7,7 @@
 // user: anyone else's create with one, and update that adds, changes or removes one, is refused.
 // Every other change (a replace that keeps them, any other label) goes through.
 import { operatorExemptPolicy } from "./operator-exempt-policy.ts";
-import { group, plurals } from "./types.ts";
+import { group } from "./types.ts";
 
 export const shardLabelsPolicyName = "appstack.dev-shard-labels";
 export const shardLabelPrefix = "shard.appstack.dev/";
@@ -16,8 +16,8 @@ const labels = (object: string) => `${object} != null && has(${object}.metadata.
 const isShard = (key: string) => `${key}.startsWith('${shardLabelPrefix}')`;
 
 /** The policy and its binding (operator-exempt-policy.ts) for the operator's users. */
-export function shardLabelsPolicy(operatorUsers: readonly string[]) {
-  return operatorExemptPolicy(shardLabelsPolicyName, operatorUsers, { group, plurals: [plurals.App, plurals.Memcached] }, [
+export function shardLabelsPolicy(operatorUsers: readonly string[], plurals: readonly string[]) {
+  return operatorExemptPolicy(shardLabelsPolicyName, operatorUsers, { group, plurals }, [
     { name: "labels", expression: labels("object") },
     { name: "oldLabels", expression: labels("oldObject") },
     // Added or changed, then removed.

@@ -1,16 +1,9 @@
-// The appstack.dev/v1alpha1 API as TypeScript types: what users write (spec: each kind's TypeBox
-// schema gives its type, crds/app.ts and crds/memcached.ts) and what the operator reports (status).
-import type { AppSpec } from "./app.ts";
-import type { MemcachedSpec } from "./memcached.ts";
-import type { DependencyRef, PodSecurity } from "./schema.ts";
+// The appstack.dev/v1alpha1 API as TypeScript types: what every kind's objects have (the common
+// spec fields, the status), whatever their kind; each kind's own spec type comes from its schema.
+import type { CommonSpec, DependencyRef, PodSecurity } from "./spec-fields.ts";
 
-export type { AppSpec, DependencyRef, MemcachedSpec, PodSecurity };
+export type { CommonSpec, DependencyRef, PodSecurity };
 
-/** An entry of an App's spec.env. */
-export type EnvVar = NonNullable<AppSpec["env"]>[number];
-
-/** An App's spec.resources. */
-export type ResourceRequirements = NonNullable<AppSpec["resources"]>;
 export const group = "appstack.dev";
 export const version = "v1alpha1";
 export const apiVersion = `${group}/${version}`;
@@ -181,27 +174,20 @@ export interface WorkloadStatus {
   lastHandledReconcileAt?: string;
 }
 
-export interface MemcachedStatus extends WorkloadStatus {
-  nodes?: string[];
-}
-
-export interface App {
-  apiVersion: typeof apiVersion;
-  kind: "App";
+/**
+ * An object of a kind: its own spec fields (`Spec`, the kind's schema's type) with the fields every
+ * kind has, and the status every kind reports with its own fields (`Status`).
+ */
+export interface KindObject<Spec extends object = object, Status extends WorkloadStatus = WorkloadStatus> {
+  apiVersion: string;
+  kind: string;
   metadata: ObjectMeta;
-  spec: AppSpec;
-  status?: WorkloadStatus;
+  spec: CommonSpec & Spec;
+  status?: Status;
 }
 
-export interface Memcached {
-  apiVersion: typeof apiVersion;
-  kind: "Memcached";
-  metadata: ObjectMeta;
-  spec: MemcachedSpec;
-  status?: MemcachedStatus;
-}
+/** An object of any kind, as the operator handles it: only what every kind has. */
+export type Workload = KindObject;
 
-export type Workload = App | Memcached;
-export type WorkloadKind = Workload["kind"];
-
-export const plurals: Record<WorkloadKind, string> = { App: "apps", Memcached: "memcacheds" };
+/** A kind's name (App); components/kinds.ts knows which exist. */
+export type WorkloadKind = string;

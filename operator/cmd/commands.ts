@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import type { ParseArgsOptionsConfig } from "node:util";
-import { renderedCrds, yamlDir } from "../../crds/yaml.ts";
+import { renderedCrds, yamlDir } from "../../components/crd-yaml.ts";
 import { buildToolchain } from "../../toolchain/build.ts";
 import { installHostPackages } from "../../toolchain/host-packages.ts";
 import { clusterCommand, clusterLoadOptions, clusterUsage, defaultClusterName } from "../../toolchain/cluster/command.ts";

@@ -5,6 +5,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { WorkloadKind } from "../../crds/types.ts";
+import { kindNamed, workloadKinds } from "../../components/kinds.ts";
 import { apiClient, briefError, type KubeClients } from "../kube/clients.ts";
 import { UsageError } from "./flags.ts";
 
@@ -70,22 +71,11 @@ export function namespaceOf(flags: KubeFlags, config: KubeConfig): string {
   return flags.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? "default";
 }
 
-const kindNames: Record<string, WorkloadKind> = {
-  app: "App",
-  apps: "App",
-  "app.appstack.dev": "App",
-  "apps.appstack.dev": "App",
-  memcached: "Memcached",
-  memcacheds: "Memcached",
-  "memcached.appstack.dev": "Memcached",
-  "memcacheds.appstack.dev": "Memcached",
-};
-
 /** `app/web` (as kubectl writes it) to its kind and name. */
 export function parseObjectRef(text: string | undefined, usage: string): { kind: WorkloadKind; name: string } {
   const [type, name, extra] = (text ?? "").split("/");
-  const kind = kindNames[(type ?? "").toLowerCase()];
-  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as app/NAME or memcached/NAME${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
+  const kind = kindNamed(type ?? "");
+  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as ${workloadKinds.map((k) => `${k.toLowerCase()}/NAME`).join(" or ")}${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
   return { kind, name };
 }
 

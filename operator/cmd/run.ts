@@ -22,6 +22,7 @@ import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";
 import { installPluginBin } from "./plugin-bin.ts";
 import { realNodeSamplesDir } from "./cluster-install-cli.ts";
+import { customResourceDefinitions } from "../../components/kinds.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
@@ -119,7 +120,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);
     // The shard labels' and the approval's policies name this process's user (the kubeconfig's) as the operator's.
-    log.info("API installed", { crds: "apps.appstack.dev, memcacheds.appstack.dev", policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}, ${approvalPolicyName}` });
+    log.info("API installed", { crds: customResourceDefinitions.map((crd) => crd.metadata.name).join(", "), policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}, ${approvalPolicyName}` });
     const operator = await startService(config, engineBinaries(), log);
     if (withSamples) {
       const files = await sampleFiles(cluster, say);

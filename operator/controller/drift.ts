@@ -22,7 +22,7 @@ export interface Applied {
  * `deletionPolicy`, which change when or how the operator acts, not what it applies. Two generations
  * of the same digest apply the same.
  */
-export function specDigest(spec: Workload["spec"]): string {
+export function specDigest<S extends Workload["spec"]>(spec: S): string {
   return createHash("sha256").update(canonicalJson({ ...spec, suspend: undefined, dependsOn: undefined, deletionPolicy: undefined })).digest("hex").slice(0, 16);
 }
 

@@ -4,9 +4,9 @@
 // may end or begin another's wait (spec.dependsOn) queues that other object (dependencies.ts).
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { childKindNames, childPath, resourcePath, type ChildKind } from "../../crds/child-kinds.ts";
-import { workloadKinds } from "../../components/kinds.ts";
+import { workloadKinds, pluralOf } from "../../components/kinds.ts";
 import { managedBy, managedByLabel } from "../../components/metadata.ts";
-import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { apiVersion, group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { childApis } from "../kube/child-apis.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { RestartingInformer, type Cached, type FailurePhase } from "../kube/restarting-informer.ts";
@@ -114,7 +114,7 @@ export class Watcher {
   }
 
   private workloadInformer(kind: WorkloadKind, ns: string | undefined): Cached<Workload> {
-    const plural = plurals[kind];
+    const plural = pluralOf(kind);
     const list = async () => {
       const labelSelector = this.shardSelector;
       const result: unknown = ns
@@ -259,7 +259,7 @@ export class Watcher {
   workload(kind: WorkloadKind, namespace: string, name: string): Workload | undefined {
     for (const informer of this.workloads.get(kind) ?? []) {
       const found = informer.get(name, namespace);
-      if (found) return { ...found, kind } as Workload;
+      if (found) return { ...found, kind };
     }
     return undefined;
   }

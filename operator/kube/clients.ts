@@ -10,10 +10,10 @@ import {
   setHeaderOptions,
   type Configuration,
 } from "@kubernetes/client-node";
-import { isWorkloadKind } from "../../components/kinds.ts";
+import { isWorkloadKind, pluralOf } from "../../components/kinds.ts";
 import { connectionPoolOf, type ConnectionPool } from "./connection-pool.ts";
 import { fencedSignal, WriteFenced, writeFenceOf } from "./write-fence.ts";
-import { group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 
 export interface KubeClients {
   readonly config: KubeConfig;
@@ -117,12 +117,12 @@ export const serverSideApply = setHeaderOptions("Content-Type", PatchStrategy.Se
 
 /** The object as the API server has it now (not a cache), or undefined when it does not exist. */
 export async function readWorkload(clients: KubeClients, key: ObjectKey): Promise<Workload | undefined> {
-  const found: unknown = await orUndefined(() => clients.custom.getNamespacedCustomObject({ group, version, plural: plurals[key.kind], namespace: key.namespace, name: key.name }));
+  const found: unknown = await orUndefined(() => clients.custom.getNamespacedCustomObject({ group, version, plural: pluralOf(key.kind), namespace: key.namespace, name: key.name }));
   return found as Workload | undefined;
 }
 
 export async function patchWorkload(clients: KubeClients, key: ObjectKey, patch: JsonPatch, subresource?: "status"): Promise<Workload> {
-  const target = { group, version, plural: plurals[key.kind], namespace: key.namespace, name: key.name, body: patch };
+  const target = { group, version, plural: pluralOf(key.kind), namespace: key.namespace, name: key.name, body: patch };
   const result: unknown = subresource === "status"
     ? await clients.custom.patchNamespacedCustomObjectStatus(target, jsonPatch)
     : await clients.custom.patchNamespacedCustomObject(target, jsonPatch);

@@ -7,8 +7,8 @@
 // answers 403 (deleted, or its RoleBinding gone) does not hold up the others: its objects, which
 // no replica can reconcile, are left out until it is readable again, and it is retried with the
 // reconciler's backoff (controller/namespace-availability.ts).
-import { workloadKinds } from "../../components/kinds.ts";
-import { apiVersion, group, plurals, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { workloadKinds, pluralOf } from "../../components/kinds.ts";
+import { apiVersion, group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import type { Logger } from "../base/log.ts";
 import { resourcePath } from "../../crds/child-kinds.ts";
 import { briefError, type KubeClients } from "../kube/clients.ts";
@@ -45,7 +45,7 @@ export class WorkloadCache {
 
   private kindWatch(kind: WorkloadKind, namespace: string | undefined): KindWatch {
     const { clients, watchTimeoutMs, log } = this.settings;
-    const plural = plurals[kind];
+    const plural = pluralOf(kind);
     const list = async () => {
       const result = (namespace
         ? await clients.custom.listNamespacedCustomObject({ group, version, namespace, plural })
@@ -74,7 +74,7 @@ export class WorkloadCache {
       },
     });
     const watch: KindWatch = { kind, source, deniedAnswers: 0 };
-    const changed = (object: Workload) => this.onChange({ ...object, kind } as Workload);
+    const changed = (object: Workload) => this.onChange({ ...object, kind });
     source.cache.on("add", changed);
     source.cache.on("update", changed);
     return watch;
@@ -95,7 +95,7 @@ export class WorkloadCache {
   objects(kind: WorkloadKind): Workload[] | undefined {
     const unreadable = (watch: KindWatch) => watch.deniedAnswers > 0;
     if (!this.watches.every((watch) => watch.source.listed || unreadable(watch))) return undefined;
-    return this.watches.filter((watch) => watch.kind === kind && !unreadable(watch)).flatMap((watch) => watch.source.cache.list().map((object) => ({ ...object, kind }) as Workload));
+    return this.watches.filter((watch) => watch.kind === kind && !unreadable(watch)).flatMap((watch) => watch.source.cache.list().map((object) => ({ ...object, kind })));
   }
 
   async stop(): Promise<void> {

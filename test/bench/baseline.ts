@@ -4,7 +4,7 @@
 import { makeInformer, type KubernetesObject } from "@kubernetes/client-node";
 import { applyObjects } from "../../operator/kube/apply.ts";
 import { appDeployment, appService } from "../../components/manifests.ts";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { jsonPatch, kubeClients } from "../../operator/kube/clients.ts";
 import { ownerOf } from "../../components/metadata.ts";
 import { conditionsFor } from "../../operator/controller/conditions.ts";

@@ -1,7 +1,7 @@
 // The drift part of `npm run bench`: Deployments of settled Apps scaled by hand, and the time until
 // appstack has noticed (through the watch) and repaired them, each edit on its own and N at once.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 
 export interface DriftRound {

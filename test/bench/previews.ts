@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { approveAnnotation, type App } from "../../crds/types.ts";
+import { approveAnnotation } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 

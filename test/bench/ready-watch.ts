@@ -3,11 +3,12 @@
 // did, for longer in the slower reconciler's round (at 1,000 Apps, four lists of every object a
 // second), and it read a time only to the nearest 250 ms.
 import { makeInformer, type Informer, type ObjectCache } from "@kubernetes/client-node";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import type { KubeClients } from "../../operator/kube/clients.ts";
-import { group, plurals, version } from "../../crds/types.ts";
+import { group, version } from "../../crds/types.ts";
+import { pluralOf } from "../../components/kinds.ts";
 
-export const appsApi = { group, version, plural: plurals.App } as const;
+export const appsApi = { group, version, plural: pluralOf("App") } as const;
 
 export function isReadyAt(app: App, generation: number): boolean {
   const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { mergePatch, type KubeClients } from "../../operator/kube/clients.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { httpGet } from "../helpers/http.ts";

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { createLogger } from "../../operator/base/log.ts";

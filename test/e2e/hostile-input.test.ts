@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiException, CustomObjectsApi, type KubernetesObject } from "@kubernetes/client-node";
-import { plurals, type Condition, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { type Condition, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients } from "../../operator/kube/clients.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
@@ -15,6 +15,7 @@ import { eventsOf, eventually, useCluster } from "../helpers/cluster.ts";
 import { hostileObject, type HostileObject } from "../helpers/hostile-specs.ts";
 import { disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 import { seedFrom } from "../helpers/random.ts";
+import { pluralOf } from "../../components/kinds.ts";
 
 // 3,000 in `npm test` (about 200 accepted, 30-40 s of dry runs); 10,000 under `npm run soak`.
 const inputs = Number(process.env["APPSTACK_HOSTILE_INPUTS"] ?? "3000");
@@ -34,7 +35,7 @@ interface Refusal {
 async function submit(api: CustomObjectsApi, input: HostileObject, dryRun: boolean): Promise<Workload | Refusal> {
   const kind = input.body["kind"] as WorkloadKind;
   try {
-    return (await api.createNamespacedCustomObject({ group: "appstack.dev", version: "v1alpha1", plural: plurals[kind], namespace, body: input.body, ...(dryRun ? { dryRun: "All" } : {}), fieldValidation: input.strict ? "Strict" : "Ignore" })) as Workload;
+    return (await api.createNamespacedCustomObject({ group: "appstack.dev", version: "v1alpha1", plural: pluralOf(kind), namespace, body: input.body, ...(dryRun ? { dryRun: "All" } : {}), fieldValidation: input.strict ? "Strict" : "Ignore" })) as Workload;
   } catch (error) {
     // Past its 3 MiB request limit the API server may close the connection before the body is
     // all sent, instead of answering 413: the client sees a reset, as kubectl would.

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { processStat } from "../../operator/base/procfs.ts";
 import { installApi } from "../../operator/kube/apply.ts";

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import yaml from "js-yaml";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import type { Logger } from "../../operator/base/log.ts";
 import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { prepareWorkDir } from "../../operator/pulumi/stack-selection.ts";

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1Deployment, V1ManagedFieldsEntry, V1Service } from "@kubernetes/client-node";
 import { childManifests } from "../../components/kinds.ts";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { judge, summarize } from "../../operator/controller/children.ts";
 import { differences, quantityMillis } from "../../operator/controller/compare.ts";
 import { unionOfFields } from "../../operator/controller/edits.ts";

@@ -4,7 +4,7 @@ import { before, test } from "node:test";
 import type * as pulumi from "@pulumi/pulumi";
 import { recordRegistrations, registeredResource, type Registered } from "../helpers/pulumi-mocks.ts";
 import { appDeployment, memcachedDeployment } from "../../components/manifests.ts";
-import type { AppSpec } from "../../crds/types.ts";
+import type { AppSpec } from "../../components/app.ts";
 
 const registered = await recordRegistrations();
 

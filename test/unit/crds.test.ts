@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { customResourceDefinitions, type AppSpec, type MemcachedSpec } from "../../crds/index.ts";
-import { renderedCrds } from "../../crds/yaml.ts";
+import { customResourceDefinitions } from "../../components/kinds.ts";
+import type { AppSpec } from "../../components/app.ts";
+import type { MemcachedSpec } from "../../components/memcached.ts";
+import { renderedCrds } from "../../components/crd-yaml.ts";
 
-test("the committed CRD YAML is generated from crds/*.ts (run `npm run crds` after a change)", () => {
+test("the committed CRD YAML is generated from the kinds' definitions (run `npm run crds` after a change)", () => {
   for (const [file, yaml] of renderedCrds()) assert.equal(readFileSync(file, "utf8"), yaml, `${file} is stale`);
 });
 

@@ -3,7 +3,9 @@
 // cycle), and which dependants the watcher's index queues on a dependency's change.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { App, Condition, DependencyRef, Memcached, Workload, WorkloadKind } from "../../crds/types.ts";
+import type { Condition, DependencyRef, Workload, WorkloadKind } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
+import type { Memcached } from "../../components/memcached.ts";
 import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { DependencyIndex, dependencyPhase, findCycle, holdsApply, notReady, type Lookup } from "../../operator/controller/dependencies.ts";
 import { appliedNow, decide, programVersion, specDigest } from "../../operator/controller/drift.ts";

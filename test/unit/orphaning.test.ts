@@ -6,7 +6,7 @@ import { test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { appDeployment } from "../../components/manifests.ts";
 import { ownerOf } from "../../components/metadata.ts";
-import type { App } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { specDigest } from "../../operator/controller/drift.ts";
 import { deletesAsOrphan, unmarking } from "../../operator/controller/orphaning.ts";
 

@@ -14,6 +14,7 @@ import { pathToFileURL } from "node:url";
 import type { V1Deployment, V1DeploymentStatus } from "@kubernetes/client-node";
 import { childManifests } from "../../components/kinds.ts";
 import type { Workload, WorkloadStatus } from "../../crds/types.ts";
+import type { App } from "../../components/app.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import type { BindingGuard } from "../../operator/controller/binding-guard.ts";
 import { encodeApplied, programVersion } from "../../operator/controller/drift.ts";
@@ -70,7 +71,7 @@ class FakeApi {
     return this.versions.at(-1)!;
   }
 
-  private put(object: Workload): void {
+  private put(object: Workload | App): void {
     this.versions.push(structuredClone({ ...object, metadata: { ...object.metadata, resourceVersion: String(this.versions.length + 1) } }));
   }
 

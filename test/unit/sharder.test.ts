@@ -34,7 +34,7 @@ class FakeCluster {
   private version = 0;
 
   addApp(name: string, labels: Record<string, string> = {}): void {
-    this.apps.set(name, { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace: "default", resourceVersion: String(++this.version), labels }, spec: { image: "x" } } as Workload);
+    this.apps.set(name, { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name, namespace: "default", resourceVersion: String(++this.version), labels }, spec: { image: "x" } } as unknown as Workload);
     this.told?.(structuredClone(this.apps.get(name)!));
   }
 

@@ -2,14 +2,15 @@
 // how kstatus's inputs read), when a new generation needs no Pulumi run, and what a request runs.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { reconcileRequestAnnotation, type App } from "../../crds/types.ts";
+import { reconcileRequestAnnotation } from "../../crds/types.ts";
+import type { App, AppSpec } from "../../components/app.ts";
 import { conditionsFor } from "../../operator/controller/conditions.ts";
 import { appliedNow, decide, decodeApplied, encodeApplied, programVersion, specDigest, type Applied } from "../../operator/controller/drift.ts";
 import { pendingRequest, withRequest } from "../../operator/controller/reconcile-request.ts";
 import { observedGeneration } from "../../operator/controller/status.ts";
 import { suspendedPhase } from "../../operator/controller/suspension.ts";
 
-const spec = { image: "nginx:1.27", replicas: 2 };
+const spec: AppSpec = { image: "nginx:1.27", replicas: 2 };
 const applied: Applied = { programVersion, generation: 2, spec: specDigest(spec) };
 const ready = { kind: "ready", message: "2 of 2 replicas available" } as const;
 

@@ -1,7 +1,7 @@
-// App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
-// the reason instead of the operator finding out later.
-import { ageColumn, customResourceDefinition, planColumn, readyReasonColumn, workloadSpecFields, workloadSubresources, workloadStatus } from "./schema.ts";
-import { intOrString, stringMap, Type, type Static } from "./schema-kit.ts";
+// Spec fields in the shape of core/v1's, for any kind whose children run containers: an image
+// reference, compute resources, environment variables. Each refuses at apply time what the Pod API
+// would refuse later, so that `kubectl apply` fails with the reason instead of the operator.
+import { intOrString, stringMap, Type } from "./schema-kit.ts";
 
 export function imageSchema(options: { default?: string; description?: string } = {}) {
   return Type.String({
@@ -48,7 +48,7 @@ const resourceList = (description: string) => stringMap(quantity, {
   ],
 });
 
-const resources = Type.Object({
+export const resourcesSchema = Type.Object({
   requests: Type.Optional(resourceList("Resources the container is guaranteed, by name (cpu, memory, ...).")),
   limits: Type.Optional(resourceList("Resources the container may use at most, by name; each at least its request.")),
 }, {
@@ -70,7 +70,7 @@ const resources = Type.Object({
   ],
 });
 
-const env = Type.Array(
+export const envSchema = Type.Array(
   Type.Object({
     name: Type.String({ minLength: 1, maxLength: 256, pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$", description: "The variable's name, unique in the list." }),
     value: Type.Optional(Type.String({ maxLength: 32768, description: "The variable's value; empty when absent." })),
@@ -80,37 +80,5 @@ const env = Type.Array(
     description: "Environment variables of the container.",
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["name"],
-  },
-);
-
-export const appSpecSchema = Type.Object({
-  image: imageSchema(),
-  replicas: Type.Integer({ format: "int32", default: 1, minimum: 0, maximum: 1000, description: "Number of pods (kubectl scale changes it)." }),
-  port: Type.Optional(Type.Integer({ format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." })),
-  env: Type.Optional(env),
-  resources: Type.Optional(resources),
-  // Default profile Baseline: an App's image may need root (nginx binds port 80 as root).
-  ...workloadSpecFields("Baseline"),
-}, {
-  description: "The workload: one container image run as a Deployment, with a Service when it has a port.",
-});
-
-export type AppSpec = Static<typeof appSpecSchema>;
-
-export const appCrd = customResourceDefinition(
-  "App",
-  "apps",
-  { description: "An App runs one container image as a Deployment, with a ClusterIP Service when it has a port; appstack reconciles it through a Pulumi stack of its own.", spec: appSpecSchema, status: workloadStatus() },
-  {
-    shortNames: ["asapp"],
-    subresources: workloadSubresources(".spec.replicas"),
-    printerColumns: [
-      { name: "Image", type: "string", jsonPath: ".spec.image" },
-      { name: "Desired", type: "integer", jsonPath: ".spec.replicas" },
-      { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas" },
-      readyReasonColumn,
-      planColumn,
-      ageColumn,
-    ],
   },
 );
