@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -96,6 +97,11 @@ func readPatches(toolDir string) ([]*patch, error) {
 }
 
 func patchedCopy(toolDir, module, into string) (string, error) {
+	// The copy's path goes into a go.mod, where a relative one would be read from the go.mod's folder.
+	into, err := filepath.Abs(into)
+	if err != nil {
+		return "", err
+	}
 	patches, err := readPatches(toolDir)
 	if err != nil {
 		return "", err
@@ -134,6 +140,7 @@ func placeCopy(source string, patches []*patch, into, name string) (string, erro
 	if err := os.MkdirAll(into, 0o755); err != nil {
 		return "", err
 	}
+	removeAbandoned(into)
 	partial, err := os.MkdirTemp(into, "."+name+".partial-")
 	if err != nil {
 		return "", err
@@ -158,6 +165,22 @@ func placeCopy(source string, patches []*patch, into, name string) (string, erro
 		return "", err
 	}
 	return final, nil
+}
+
+// A partial copy older than this is a killed build's (a copy takes seconds).
+const abandoned = time.Hour
+
+// removeAbandoned removes the partial copies that killed builds left in into.
+func removeAbandoned(into string) {
+	entries, _ := os.ReadDir(into)
+	for _, entry := range entries {
+		if !strings.HasPrefix(entry.Name(), ".") || !strings.Contains(entry.Name(), ".partial-") {
+			continue
+		}
+		if info, err := entry.Info(); err == nil && time.Since(info.ModTime()) > abandoned {
+			_ = os.RemoveAll(filepath.Join(into, entry.Name()))
+		}
+	}
 }
 
 // copyTree copies the module's files, writable (the module cache's are read-only).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 const header = `Description: say hello twice
@@ -182,6 +183,32 @@ func TestCopiesAtOnceDoNotClobber(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(into); len(left) != 1 {
 		t.Errorf("in %s: %v", into, left)
+	}
+}
+
+// A killed build's partial copy is removed by the next build once it is an hour old, not before.
+func TestAbandonedPartialCopiesAreRemoved(t *testing.T) {
+	module, patches, err := patchFixture(t, upstream, header+diff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	into := t.TempDir()
+	old, recent := filepath.Join(into, ".hello@v5.partial-1"), filepath.Join(into, ".hello@v5.partial-2")
+	for _, dir := range []string{old, recent} {
+		write(t, filepath.Join(dir, "hello", "hello.go"), upstream)
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := placeCopy(module, patches, into, "hello@v5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the abandoned copy is still there: %v", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a recent partial copy was removed: %v", err)
 	}
 }
 
