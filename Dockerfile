@@ -1,6 +1,6 @@
 # The operator image:  docker build -t appstack:0.1.0 .
 # The base images are build arguments whose defaults are the public ones; `npx appstack image`
-# builds this same file with buildah on base images it makes locally (docs/running-in-the-cluster.md).
+# builds this same file with buildah on base images it makes locally (docs/development/images.md).
 ARG GO_IMAGE=golang:1.26-bookworm
 ARG NODE_IMAGE=node:24-bookworm-slim
 ARG DEBIAN_IMAGE=debian:bookworm-slim
@@ -17,7 +17,7 @@ COPY toolchain/pulumi/ toolchain/pulumi/
 COPY toolchain/kubernetes-provider/ toolchain/kubernetes-provider/
 ENV GOTOOLCHAIN=local GOFLAGS=-mod=readonly
 # Each binary is built from a patched copy of its pinned module, as toolchain/build.ts builds it:
-# toolchain/patch-module applies the tool's patches/*.patch (docs/toolchain.md) and writes a go.mod
+# toolchain/patch-module applies the tool's patches/*.patch (docs/development/toolchain.md) and writes a go.mod
 # that replaces the module with the copy. The copies go under PATCHED_MODULES, which
 # `npx appstack image` sets to the host's folder of them, so that the Go build cache the build
 # mounts from the host (keyed by a package's folder too) serves them.

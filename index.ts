@@ -10,6 +10,7 @@ const install = new AppstackInstall("appstack", {
   image: config.get("image"),
   replicas: config.getNumber("replicas"),
   watchNamespaces: config.getObject<string[]>("watchNamespaces"),
+  excludedNamespaces: config.getObject<string[]>("excludedNamespaces"),
   // A postgres:// URL carries its password (`pulumi config set --secret`): the component makes it a
   // secret again. Read plain because its scheme decides what the install may do (more than one
   // replica only on PostgreSQL), which must be known at preview. Empty (the default) keeps the file backend.

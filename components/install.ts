@@ -17,6 +17,8 @@ export interface AppstackInstallArgs {
   readonly replicas?: number;
   /** Namespaces to watch; empty for all. */
   readonly watchNamespaces?: readonly string[];
+  /** Watching all: namespaces the operator never acts in besides its own. Default [kube-system]. */
+  readonly excludedNamespaces?: readonly string[];
   /**
    * A Pulumi backend URL; default a file backend on a PersistentVolumeClaim. It may carry a password:
    * made a secret here, kept in a Secret. A plain string: its scheme decides the volume, the rollout
@@ -145,6 +147,8 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     { name: "APPSTACK_CONCURRENCY", value: String(args.parallelism ?? 3) },
     ...(args.podStartTimeoutSeconds === undefined ? [] : [{ name: "APPSTACK_POD_START_TIMEOUT_SECONDS", value: String(positiveSeconds(args.podStartTimeoutSeconds, "podStartTimeoutSeconds")) }]),
     { name: "APPSTACK_NAMESPACES", value: (args.watchNamespaces ?? []).join(",") },
+    // Its own namespace always: its ServiceAccount's, whose rights are the operator's.
+    { name: "APPSTACK_EXCLUDED_NAMESPACES", value: [...new Set([...(args.excludedNamespaces ?? ["kube-system"]), args.namespace ?? "appstack-system"])].join(",") },
     ...(rbacBinding ? [{ name: "APPSTACK_RBAC_BINDING", value: rbacBinding }] : []),
     // A backend URL may carry credentials: from the Secret, never a plain value in the Deployment.
     ...(args.backendUrl || args.backendSecret ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: fromSecret(args.backendSecret ?? secretName, "backendUrl") }] : []),

@@ -31,7 +31,9 @@ export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps
               ...(security.container ? { securityContext: security.container } : {}),
               ...(spec.port ? { ports: [{ name: "http", containerPort: spec.port, protocol: "TCP" }] } : {}),
               ...(spec.env?.length ? { env: spec.env.map((e) => ({ name: e.name, value: e.value ?? "" })) } : {}),
-              ...(spec.resources ? { resources: spec.resources } : {}),
+              // Quantities are int-or-string in the API; the SDK types them as strings only. Passed
+              // as written, so that a spec's `cpu: 1` stays what the stack applied before.
+              ...(spec.resources ? { resources: spec.resources as k8s.types.input.core.v1.ResourceRequirements } : {}),
             },
           ],
         },

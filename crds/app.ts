@@ -1,29 +1,28 @@
 // App: the general web workload. The schema rejects what it can, so that `kubectl apply` fails with
 // the reason instead of the operator finding out later.
-import { ageColumn, customResourceDefinition, deletionPolicySchema, dependsOnSchema, planColumn, serviceAccountNameSchema, podSecuritySchema, readyReasonColumn, suspendSchema, updatePolicySchema, workloadSubresources, workloadStatus, type JsonSchema } from "./schema.ts";
+import { ageColumn, customResourceDefinition, planColumn, readyReasonColumn, workloadSpecFields, workloadSubresources, workloadStatus } from "./schema.ts";
+import { intOrString, stringMap, Type, type Static } from "./schema-kit.ts";
 
-export const imageSchema: JsonSchema = {
-  type: "string",
-  minLength: 1,
-  maxLength: 1024,
-  pattern: "^[^\\s]+$",
-  description: "Container image reference, for example nginx:1.27.",
-};
+export function imageSchema(options: { default?: string; description?: string } = {}) {
+  return Type.String({
+    minLength: 1,
+    maxLength: 1024,
+    pattern: "^[^\\s]+$",
+    ...(options.default ? { default: options.default } : {}),
+    description: options.description ?? "Container image reference, for example nginx:1.27.",
+  });
+}
 
-const quantity: JsonSchema = {
-  "x-kubernetes-int-or-string": true,
+const quantity = intOrString({
   description: "A quantity, as in core/v1: 500m, 0.5, 128Mi.",
-  anyOf: [{ type: "integer" }, { type: "string" }],
   pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
-};
+});
 
 // Bounded so that the CEL rule below stays within the API server's cost budget.
 // Names as the Pod API takes them: a standard resource, or an extended one fully qualified outside
 // kubernetes.io (nvidia.com/gpu); anything else would pass here and fail at the Deployment.
-const resourceList = (description: string): JsonSchema => ({
-  type: "object",
+const resourceList = (description: string) => stringMap(quantity, {
   maxProperties: 6,
-  additionalProperties: quantity,
   description,
   "x-kubernetes-validations": [
     {
@@ -49,13 +48,11 @@ const resourceList = (description: string): JsonSchema => ({
   ],
 });
 
-const resources: JsonSchema = {
-  type: "object",
+const resources = Type.Object({
+  requests: Type.Optional(resourceList("Resources the container is guaranteed, by name (cpu, memory, ...).")),
+  limits: Type.Optional(resourceList("Resources the container may use at most, by name; each at least its request.")),
+}, {
   description: "Compute requests and limits of the container, as in core/v1 ResourceRequirements.",
-  properties: {
-    requests: resourceList("Resources the container is guaranteed, by name (cpu, memory, ...)."),
-    limits: resourceList("Resources the container may use at most, by name; each at least its request."),
-  },
   "x-kubernetes-validations": [
     {
       rule: "!has(self.requests) || !has(self.limits) || self.requests.all(r, !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",
@@ -71,42 +68,34 @@ const resources: JsonSchema = {
       message: "hugepages-<size> need a cpu or memory request or limit too",
     },
   ],
-};
+});
 
-const env: JsonSchema = {
-  type: "array",
-  maxItems: 128,
-  description: "Environment variables of the container.",
-  "x-kubernetes-list-type": "map",
-  "x-kubernetes-list-map-keys": ["name"],
-  items: {
-    type: "object",
-    required: ["name"],
-    properties: {
-      name: { type: "string", minLength: 1, maxLength: 256, pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$", description: "The variable's name, unique in the list." },
-      value: { type: "string", maxLength: 32768, description: "The variable's value; empty when absent." },
-    },
+const env = Type.Array(
+  Type.Object({
+    name: Type.String({ minLength: 1, maxLength: 256, pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$", description: "The variable's name, unique in the list." }),
+    value: Type.Optional(Type.String({ maxLength: 32768, description: "The variable's value; empty when absent." })),
+  }),
+  {
+    maxItems: 128,
+    description: "Environment variables of the container.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["name"],
   },
-};
+);
 
-export const appSpecSchema: JsonSchema = {
-  type: "object",
+export const appSpecSchema = Type.Object({
+  image: imageSchema(),
+  replicas: Type.Integer({ format: "int32", default: 1, minimum: 0, maximum: 1000, description: "Number of pods (kubectl scale changes it)." }),
+  port: Type.Optional(Type.Integer({ format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." })),
+  env: Type.Optional(env),
+  resources: Type.Optional(resources),
+  // Default profile Baseline: an App's image may need root (nginx binds port 80 as root).
+  ...workloadSpecFields("Baseline"),
+}, {
   description: "The workload: one container image run as a Deployment, with a Service when it has a port.",
-  required: ["image"],
-  properties: {
-    image: imageSchema,
-    replicas: { type: "integer", format: "int32", default: 1, minimum: 0, maximum: 1000, description: "Number of pods (kubectl scale changes it)." },
-    port: { type: "integer", format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." },
-    env,
-    resources,
-    updatePolicy: updatePolicySchema,
-    podSecurity: podSecuritySchema("Baseline"),
-    suspend: suspendSchema,
-    deletionPolicy: deletionPolicySchema,
-    dependsOn: dependsOnSchema,
-    serviceAccountName: serviceAccountNameSchema,
-  },
-};
+});
+
+export type AppSpec = Static<typeof appSpecSchema>;
 
 export const appCrd = customResourceDefinition(
   "App",

@@ -1,8 +1,9 @@
 // OpenAPI v3 pieces both kinds share: the status shape (kstatus conditions, stack report) and the
 // CRD envelope. Kept as plain objects so that the install program and the YAML use the same data.
 import { deletionPolicies, group, historyMessageLimit, maxDependencies, plurals, podSecurityProfiles, statusHistoryLimit, updatePolicies, updateWhys, version, type PodSecurityProfile, type WorkloadKind } from "./types.ts";
+import { openApi, stringEnum, Type, type JsonSchema, type Static, type TSchema } from "./schema-kit.ts";
 
-export type JsonSchema = Record<string, unknown>;
+export type { JsonSchema };
 
 const timestamp: JsonSchema = { type: "string", format: "date-time" };
 
@@ -102,80 +103,74 @@ const preview: JsonSchema = {
   },
 };
 
-/** Shared by both kinds' specs. */
-export const updatePolicySchema: JsonSchema = {
-  type: "string",
-  enum: [...updatePolicies],
-  default: "Auto",
-  description: "Auto applies every change. Preview only previews changes; annotate appstack.dev/approve=<status.preview.planId> to apply that plan.",
-};
-
-/** Shared by both kinds' specs. */
-export const suspendSchema: JsonSchema = {
-  type: "boolean",
-  description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs. A deletion leaves the children in place, as deletionPolicy Orphan does. false again applies whatever changed meanwhile.",
-};
-
-/**
- * Shared by both kinds' specs (operator/controller/orphaning.ts). No default: absent reads as
- * Delete, so objects stored before the field existed stay as they are and an upgrade rewrites none.
- */
-export const deletionPolicySchema: JsonSchema = {
-  type: "string",
-  enum: [...deletionPolicies],
-  description:
-    "What deleting this object does to its Deployment and Service. Delete (also when unset): pulumi destroy deletes them. Orphan: they stay as they are, running, without the ownerReference to this object, the label app.kubernetes.io/managed-by=appstack and appstack's pulumi.com/ annotations (the selector labels stay), and the stack is removed without a destroy. A suspended object (spec.suspend true) is always deleted as Orphan.",
-};
+/** The spec fields every kind has, in this order after its own; each kind has its own default Pod Security profile. */
+export function workloadSpecFields(defaultProfile: PodSecurityProfile, defaultUser?: number) {
+  return {
+    updatePolicy: Type.Optional(stringEnum(updatePolicies, {
+      default: "Auto",
+      description: "Auto applies every change. Preview only previews changes; annotate appstack.dev/approve=<status.preview.planId> to apply that plan.",
+    })),
+    podSecurity: Type.Optional(podSecuritySchema(defaultProfile, defaultUser)),
+    suspend: Type.Optional(Type.Boolean({
+      description: "true stops every operation on the object: no pulumi up, no drift repair, no preview. The children are still observed and the status says what differs. A deletion leaves the children in place, as deletionPolicy Orphan does. false again applies whatever changed meanwhile.",
+    })),
+    // operator/controller/orphaning.ts. No default: absent reads as Delete, so objects stored
+    // before the field existed stay as they are and an upgrade rewrites none.
+    deletionPolicy: Type.Optional(stringEnum(deletionPolicies, {
+      description:
+        "What deleting this object does to its Deployment and Service. Delete (also when unset): pulumi destroy deletes them. Orphan: they stay as they are, running, without the ownerReference to this object, the label app.kubernetes.io/managed-by=appstack and appstack's pulumi.com/ annotations (the selector labels stay), and the stack is removed without a destroy. A suspended object (spec.suspend true) is always deleted as Orphan.",
+    })),
+    dependsOn: Type.Optional(dependsOnSchema),
+    serviceAccountName: Type.Optional(serviceAccountNameSchema),
+  };
+}
 
 /**
- * Shared by both kinds' specs (operator/controller/tenancy.ts). A plain name (a DNS-1123
- * subdomain, as a ServiceAccount's): `system:serviceaccount:ns:sa` or `ns/sa` cannot be written, so
- * no object names another namespace's ServiceAccount.
+ * operator/controller/tenancy.ts. A plain name (a DNS-1123 subdomain, as a ServiceAccount's):
+ * `system:serviceaccount:ns:sa` or `ns/sa` cannot be written, so no object names another
+ * namespace's ServiceAccount.
  */
-export const serviceAccountNameSchema: JsonSchema = {
-  type: "string",
+const serviceAccountNameSchema = Type.String({
   minLength: 1,
   maxLength: 253,
   pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
   description:
     "The ServiceAccount of this object's namespace whose rights the Pulumi engine and the operator use to create, change and delete this object's Deployment and Service (Kubernetes impersonation, as Flux's spec.serviceAccountName). Used only when the install turns tenant identities on (APPSTACK_DEFAULT_SERVICE_ACCOUNT); unset, the install's default ServiceAccount of this namespace is used. Not the pods' ServiceAccount. A name only: a ServiceAccount of another namespace cannot be named. What it may not do is refused by the API server, and the object is Stalled (reason Forbidden) with its words.",
-};
+});
 
-/** Shared by both kinds' specs (operator/controller/dependencies.ts). */
-export const dependsOnSchema: JsonSchema = {
-  type: "array",
-  maxItems: maxDependencies,
-  description:
-    "Objects of this namespace (App or Memcached) that must be Ready for their current generation (Ready condition True, status.observedGeneration equal to metadata.generation) before a new spec of this object is applied. Until then nothing is created or changed, and the Ready condition (reason DependencyNotReady) names what it waits for, a missing object included. A cycle is reported as Stalled (reason DependencyCycle). Drift repair of children already applied and deletion do not wait.",
-  "x-kubernetes-list-type": "map",
-  "x-kubernetes-list-map-keys": ["kind", "name"],
-  items: {
-    type: "object",
-    required: ["kind", "name"],
-    properties: {
-      kind: { type: "string", enum: Object.keys(plurals), description: "App or Memcached." },
-      name: { type: "string", minLength: 1, maxLength: 63, pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", description: "The object's name, in this object's namespace." },
-    },
+/** operator/controller/dependencies.ts. */
+const dependsOnSchema = Type.Array(
+  Type.Object({
+    kind: stringEnum(Object.keys(plurals) as WorkloadKind[], { description: "App or Memcached." }),
+    name: Type.String({ minLength: 1, maxLength: 63, pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", description: "The object's name, in this object's namespace." }),
+  }),
+  {
+    maxItems: maxDependencies,
+    description:
+      "Objects of this namespace (App or Memcached) that must be Ready for their current generation (Ready condition True, status.observedGeneration equal to metadata.generation) before a new spec of this object is applied. Until then nothing is created or changed, and the Ready condition (reason DependencyNotReady) names what it waits for, a missing object included. A cycle is reported as Stalled (reason DependencyCycle). Drift repair of children already applied and deletion do not wait.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["kind", "name"],
   },
-};
+);
 
-/** Shared by both kinds' specs; each kind has its own default profile. */
-export function podSecuritySchema(defaultProfile: PodSecurityProfile, defaultUser?: number): JsonSchema {
+function podSecuritySchema(defaultProfile: PodSecurityProfile, defaultUser?: number) {
   const user = defaultUser === undefined ? "" : ` (default ${defaultUser})`;
-  return {
-    type: "object",
+  return Type.Object({
+    profile: Type.Optional(stringEnum(podSecurityProfiles, {
+      default: defaultProfile,
+      description: "Baseline: the container runs as its image says, root included. Restricted: runAsNonRoot, allowPrivilegeEscalation false, every capability dropped, seccomp RuntimeDefault; the image must run as a numeric non-root user, or runAsUser names one.",
+    })),
+    runAsUser: Type.Optional(Type.Integer({ format: "int64", minimum: 1, maximum: 2147483647, description: `The user id the container runs as${user}; never 0 (root).` })),
+  }, {
     description: `The Pod Security Standard the pods meet (default ${defaultProfile}). Restricted is what a namespace labelled pod-security.kubernetes.io/enforce=restricted admits.`,
-    properties: {
-      profile: {
-        type: "string",
-        enum: [...podSecurityProfiles],
-        default: defaultProfile,
-        description: "Baseline: the container runs as its image says, root included. Restricted: runAsNonRoot, allowPrivilegeEscalation false, every capability dropped, seccomp RuntimeDefault; the image must run as a numeric non-root user, or runAsUser names one.",
-      },
-      runAsUser: { type: "integer", format: "int64", minimum: 1, maximum: 2147483647, description: `The user id the container runs as${user}; never 0 (root).` },
-    },
-  };
+  });
 }
+
+/** spec.podSecurity, as TypeScript reads it. */
+export type PodSecurity = Static<ReturnType<typeof podSecuritySchema>>;
+
+/** An entry of spec.dependsOn: an object of the same namespace whose new spec waits for it to be Ready. */
+export type DependencyRef = Static<typeof dependsOnSchema>[number];
 
 export const planColumn = { name: "Plan", type: "string", jsonPath: ".status.preview.planId", description: "A plan waiting for approval." };
 
@@ -253,7 +248,7 @@ export interface CustomResourceDefinition {
 export function customResourceDefinition(
   kind: WorkloadKind,
   plural: string,
-  schema: { description: string; spec: JsonSchema; status: JsonSchema },
+  schema: { description: string; spec: TSchema; status: JsonSchema },
   extras: { printerColumns: JsonSchema[]; subresources: JsonSchema; shortNames?: string[] },
 ): CustomResourceDefinition {
   return {
@@ -282,7 +277,7 @@ export function customResourceDefinition(
                 kind: { type: "string", description: "Kind is a string value representing the REST resource this object represents." },
                 // The API server refuses anything here but the type: kubectl explain takes ObjectMeta's own text.
                 metadata: { type: "object" },
-                spec: schema.spec,
+                spec: openApi(schema.spec),
                 status: schema.status,
               },
             },

@@ -1,5 +1,16 @@
-// The appstack.dev/v1alpha1 API as TypeScript types: what users write (spec) and what the operator
-// reports (status). The OpenAPI schemas beside this file are the API server's view of the same.
+// The appstack.dev/v1alpha1 API as TypeScript types: what users write (spec: each kind's TypeBox
+// schema gives its type, crds/app.ts and crds/memcached.ts) and what the operator reports (status).
+import type { AppSpec } from "./app.ts";
+import type { MemcachedSpec } from "./memcached.ts";
+import type { DependencyRef, PodSecurity } from "./schema.ts";
+
+export type { AppSpec, DependencyRef, MemcachedSpec, PodSecurity };
+
+/** An entry of an App's spec.env. */
+export type EnvVar = NonNullable<AppSpec["env"]>[number];
+
+/** An App's spec.resources. */
+export type ResourceRequirements = NonNullable<AppSpec["resources"]>;
 export const group = "appstack.dev";
 export const version = "v1alpha1";
 export const apiVersion = `${group}/${version}`;
@@ -16,16 +27,6 @@ export interface ObjectMeta {
   // Typed as client-node types them; only their presence matters to the operator.
   deletionTimestamp?: Date;
   creationTimestamp?: Date;
-}
-
-export interface EnvVar {
-  name: string;
-  value?: string;
-}
-
-export interface ResourceRequirements {
-  requests?: Record<string, string>;
-  limits?: Record<string, string>;
 }
 
 /**
@@ -64,58 +65,8 @@ export type PodSecurityProfile = "Baseline" | "Restricted";
 
 export const podSecurityProfiles: readonly PodSecurityProfile[] = ["Baseline", "Restricted"];
 
-export interface PodSecurity {
-  profile?: PodSecurityProfile;
-  /** The user id the container runs as; under Restricted needed when the image names no numeric user. */
-  runAsUser?: number;
-}
-
-/**
- * An object of the same namespace that this one waits for (spec.dependsOn): a new spec of this
- * object is applied only once the named one is Ready for its current generation.
- */
-export interface DependencyRef {
-  kind: WorkloadKind;
-  name: string;
-}
-
 /** At most this many entries in spec.dependsOn. */
 export const maxDependencies = 16;
-
-export interface AppSpec {
-  image: string;
-  replicas: number;
-  port?: number;
-  env?: EnvVar[];
-  resources?: ResourceRequirements;
-  updatePolicy?: UpdatePolicy;
-  /** Default profile Baseline: an App's image may need root (nginx binds port 80 as root). */
-  podSecurity?: PodSecurity;
-  /** True: no `up`, no drift repair, no preview, until it is false again; a deletion orphans the children. */
-  suspend?: boolean;
-  /** What a deletion does to the children; absent means Delete. */
-  deletionPolicy?: DeletionPolicy;
-  /** Objects of this namespace that must be Ready for their current generation before a new spec is applied. */
-  dependsOn?: DependencyRef[];
-  /** The ServiceAccount of this namespace the children are written as, when the install turns tenant identities on. */
-  serviceAccountName?: string;
-}
-
-export interface MemcachedSpec {
-  size: number;
-  image: string;
-  updatePolicy?: UpdatePolicy;
-  /** Default profile Restricted, as user 11211: memcached needs no root. */
-  podSecurity?: PodSecurity;
-  /** As AppSpec.suspend. */
-  suspend?: boolean;
-  /** As AppSpec.deletionPolicy. */
-  deletionPolicy?: DeletionPolicy;
-  /** As AppSpec.dependsOn. */
-  dependsOn?: DependencyRef[];
-  /** As AppSpec.serviceAccountName. */
-  serviceAccountName?: string;
-}
 
 /** metav1.Condition. */
 export interface Condition {

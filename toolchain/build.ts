@@ -30,7 +30,7 @@ function pinnedModuleDir(tool: Tool): string {
 }
 
 /**
- * A tool with patches (`patches/`, docs/toolchain.md lists them) is built from a patched copy of its
+ * A tool with patches (`patches/`, docs/development/toolchain.md lists them) is built from a patched copy of its
  * pinned module: toolchain/patch-module makes the copy under the cache (patchedModulesDir, see there
  * why it is safe to share) and a go.mod of the build's own that replaces the module with it (the
  * module's own go.sum serves). A Go program, so that the Dockerfile's build, which has no Node.js,
@@ -85,7 +85,7 @@ export function buildTool(tool: Tool, log: Log): void {
     if (onPath) {
       // Upstream's build, so without appstack's patches and stand-in: said, not hidden.
       const lost = [...patchSubjects(tool), "the password-strength libraries' stand-in"].join("; ");
-      log(`  pulumi: using ${onPath}, already at the pinned version, as it is: without appstack's changes to the CLI (${lost}), so each operation costs more CPU, more with more stacks (docs/toolchain.md)`);
+      log(`  pulumi: using ${onPath}, already at the pinned version, as it is: without appstack's changes to the CLI (${lost}), so each operation costs more CPU, more with more stacks (docs/development/toolchain.md)`);
       mkdirSync(target, { recursive: true });
       execFileSync("ln", ["-sf", onPath, binary]);
       return;

@@ -142,7 +142,7 @@ function goSources(moduleDir: string): string[] {
 
 /**
  * Where a module of ours keeps its patches to the module it pins, one `.patch` file per change, each
- * with a header saying why (docs/toolchain.md lists them): toolchain/patch-module applies them.
+ * with a header saying why (docs/development/toolchain.md lists them): toolchain/patch-module applies them.
  */
 export const patchesDir = "patches";
 

@@ -17,7 +17,7 @@ import { buildVersion } from "../manager/build-info.ts";
 export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAME [flags] [-o FILE]
   the install (CRDs, namespace, RBAC, policies, storage, the operator Deployment) as YAML, on stdout
   or in FILE; apply it with kubectl apply --server-side -f FILE. Each flag is the install option of
-  the same name (docs/running-in-the-cluster.md):
+  the same name (docs/configuration.md):
   --passphrase-secret NAME     a Secret you make in the operator's namespace, key passphrase (required)
   --backend-secret NAME        a Secret you make there, key backendUrl: a postgres:// URL (default: a file backend on a volume)
   --backend-ca-secret NAME     a Secret there, key ca.crt: the CA bundle of the database's server (sslmode verify-full unless the URL names one)
@@ -27,7 +27,7 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)`;
 
 /** Each flag and the install option (`appstack:<key>`) it sets. */
-const options = {
+export const manifestsOptions = {
   "passphrase-secret": "passphraseSecret",
   "backend-secret": "backendSecret",
   "backend-ca-secret": "backendCaSecret",
@@ -48,7 +48,7 @@ const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmission
 
 export async function runManifestsCli(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, {
-    ...Object.fromEntries(Object.keys(options).map((flag) => [flag, { type: "string" }])) as Record<keyof typeof options, { type: "string" }>,
+    ...Object.fromEntries(Object.keys(manifestsOptions).map((flag) => [flag, { type: "string" }])) as Record<keyof typeof manifestsOptions, { type: "string" }>,
     output: { type: "string", short: "o" },
   }, manifestsUsage);
   if (!flags["passphrase-secret"]) throw new UsageError(`appstack manifests: --passphrase-secret is required: the rendered install holds no passphrase\n${manifestsUsage}`);
@@ -63,7 +63,7 @@ export async function runManifestsCli(argv: readonly string[]): Promise<number> 
 }
 
 /** What the file is and what it needs, for the person who applies it later. */
-function header(shown: readonly string[], flags: Partial<Record<keyof typeof options, string>>): string {
+function header(shown: readonly string[], flags: Partial<Record<keyof typeof manifestsOptions, string>>): string {
   const namespace = flags.namespace ?? "appstack-system";
   const secrets = [`${flags["passphrase-secret"]} (key passphrase)`, ...(flags["backend-secret"] ? [`${flags["backend-secret"]} (key backendUrl: a postgres:// URL)`] : []), ...(flags["backend-ca-secret"] ? [`${flags["backend-ca-secret"]} (key ca.crt)`] : [])];
   return [
@@ -82,8 +82,8 @@ export interface Setting {
 }
 
 /** The stack configuration (`appstack:<key>` and its value) the flags ask for. */
-export function installSettings(flags: Partial<Record<keyof typeof options, string>>): Setting[] {
-  return (Object.entries(options) as [keyof typeof options, string][]).flatMap(([flag, key]): Setting[] => {
+export function installSettings(flags: Partial<Record<keyof typeof manifestsOptions, string>>): Setting[] {
+  return (Object.entries(manifestsOptions) as [keyof typeof manifestsOptions, string][]).flatMap(([flag, key]): Setting[] => {
     const value = flags[flag];
     if (value === undefined) return [];
     // A list, item by item, as `pulumi config set --path` takes it.

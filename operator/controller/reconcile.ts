@@ -8,6 +8,7 @@
 import type { StackStatus, Workload } from "../../crds/types.ts";
 import { gate } from "./approval.ts";
 import { Children, type Observed } from "./children.ts";
+import { excludedPhase } from "./excluded-namespaces.ts";
 import { dependenciesOf, dependencyKey, dependencyPhase, holdsApply, type Lookup } from "./dependencies.ts";
 import { Deletion } from "./deletion.ts";
 import { appliedNow, decide, decodeApplied, encodeApplied, previewBasis, specDigest, type Applied, type Decision } from "./drift.ts";
@@ -68,6 +69,8 @@ export interface ReconcilerDeps {
   readonly podStartTimeoutMs?: number;
   /** Tenant identities (tenancy.ts, APPSTACK_DEFAULT_SERVICE_ACCOUNT): undefined, the operator's own rights write the children. */
   readonly tenancy?: Tenancy | undefined;
+  /** Namespaces the operator never acts in (excluded-namespaces.ts, APPSTACK_EXCLUDED_NAMESPACES). */
+  readonly excludedNamespaces?: ReadonlySet<string>;
 }
 
 /**
@@ -174,7 +177,8 @@ export class Reconciler {
   private async reconcileObject(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
     // A suspended object too: its deletion leaves what it made in place (orphaning.ts).
     if (object.metadata.deletionTimestamp) return this.deletion.finalize(object, stack, key, log);
-    if (!(await this.withFinalizer(object))) return { outcome: "requeued", requeueAfterMs: conflictRetryMs };
+    const refused = await this.notToApply(object, stack);
+    if (refused) return refused.result;
 
     const observed = await this.children.observe(object);
     if (observed.conflicts.length) return this.reporter.conflict(object, stack, key, observed, log);
@@ -192,6 +196,21 @@ export class Reconciler {
     const next = withRequest(decision, request);
     if (next.action === "none") return this.reporter.report(object, observed.deployment, rolloutPhase(object, observed.deployment), current);
     return this.update.apply(object, stack, key, next, observed, log);
+  }
+
+  /**
+   * Why nothing may be applied for `object` now, with the result, or undefined. An object of an
+   * excluded namespace is Stalled with the reason and a Warning Event, and gets no finalizer; one
+   * whose finalizer could not be added (it changed since the cache read it) is tried again soon.
+   */
+  private async notToApply(object: Workload, stack: string): Promise<{ result: HandlerResult } | undefined> {
+    const excluded = excludedPhase(object, this.deps.excludedNamespaces);
+    if (excluded) {
+      this.deps.events.record(object, "Warning", excluded.reason, excluded.message);
+      return { result: await this.reporter.report(object, undefined, excluded, stackStatusOf(object, stack)) };
+    }
+    if (!(await this.withFinalizer(object))) return { result: { outcome: "requeued", requeueAfterMs: conflictRetryMs } };
+    return undefined;
   }
 
   /** Adds the finalizer unless the object has it; false when the object changed since the cache read it. */

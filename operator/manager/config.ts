@@ -16,6 +16,11 @@ export interface OperatorConfig {
   readonly kubeconfig?: string;
   /** Namespaces to watch; "all" for the whole cluster. */
   readonly namespaces: readonly string[] | "all";
+  /**
+   * Namespaces the operator never acts in, watching all (controller/excluded-namespaces.ts):
+   * kube-system and its own pod's namespace unless set; empty when namespaces are listed.
+   */
+  readonly excludedNamespaces: readonly string[];
   /** Objects reconciled at once (each runs its own Pulumi engine). */
   readonly concurrency: number;
   readonly stateDir: string;
@@ -90,6 +95,7 @@ export function engineFolders(stateDir: string): { pulumiHome: string; workDir: 
 export const operatorOptions = {
   kubeconfig: { type: "string" },
   namespaces: { type: "string" },
+  "excluded-namespaces": { type: "string" },
   concurrency: { type: "string" },
   "state-dir": { type: "string" },
   "backend-url": { type: "string" },
@@ -106,7 +112,7 @@ export const operatorOptions = {
 
 export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: string };
 
-export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
+export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --excluded-namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
   --leader-elect=true|false  --sharding=true|false  --operation-timeout-seconds=N  --resync-seconds=N
   --object-metrics=true|false  --default-service-account=NAME
@@ -230,13 +236,28 @@ function logLevel(text: string): Level {
   throw new Error(`unknown log level ${text}`);
 }
 
+function commaList(text: string | undefined): string[] {
+  return (text ?? "").split(",").map((item) => item.trim()).filter(Boolean);
+}
+
+/**
+ * Watching all namespaces: those the operator never acts in. Unset, kube-system and the operator's
+ * own (its pod's; none outside a pod), whose ServiceAccounts are the cluster's most privileged; an
+ * empty value excludes none.
+ */
+function excludedNamespaces(text: string | undefined, ownNamespace: string | undefined): string[] {
+  if (text !== undefined) return commaList(text);
+  return ["kube-system", ...(ownNamespace && ownNamespace !== "kube-system" ? [ownNamespace] : [])];
+}
+
 /** The settings from parsed flags (see operatorOptions) over the environment: a flag wins over its variable. */
 export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readOnly = false }: LoadOptions = {}): OperatorConfig {
   const setting: Setting = (name, variable) => flags[name] ?? env[variable];
-  const namespaces = (setting("namespaces", "APPSTACK_NAMESPACES") ?? "").split(",").map((ns) => ns.trim()).filter(Boolean);
+  const namespaces = commaList(setting("namespaces", "APPSTACK_NAMESPACES"));
   return {
     kubeconfig: setting("kubeconfig", "KUBECONFIG"),
     namespaces: namespaces.length ? namespaces : "all",
+    excludedNamespaces: namespaces.length ? [] : excludedNamespaces(setting("excluded-namespaces", "APPSTACK_EXCLUDED_NAMESPACES"), ownPod(env).podNamespace),
     concurrency: positiveInt(setting("concurrency", "APPSTACK_CONCURRENCY"), defaultConcurrency(), "concurrency"),
     ...storage(setting, env, readOnly),
     logLevel: logLevel(setting("log-level", "APPSTACK_LOG_LEVEL") ?? "info"),

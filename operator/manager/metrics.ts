@@ -10,7 +10,7 @@ const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export class OperatorMetrics {
   readonly registry = new Registry();
-  readonly reconciles = new Counter({ name: "appstack_reconcile_total", help: "Reconciles by kind and result: success, error, requeued (to be run again shortly), locked (another engine holds its stack), forgotten (its stack removed, not destroyed), interrupted (stopped for the handover).", labelNames: ["kind", "result"], registers: [this.registry] });
+  readonly reconciles = new Counter({ name: "appstack_reconcile_total", help: "Reconciles by kind and result: success, error, requeued (to be run again shortly), locked (another engine holds its stack), forgotten (its stack removed, not destroyed), interrupted (stopped for the handover), moved (now another replica's), recheck (reported, and checked again at a set time: a pod's start timeout).", labelNames: ["kind", "result"], registers: [this.registry] });
   readonly reconcileErrors = new Counter({ name: "appstack_reconcile_errors_total", help: "Failed reconciles by kind and reason (StackUpdateFailed, ResourceConflict, DriftDetected, Forbidden, InternalError, ...).", labelNames: ["kind", "reason"], registers: [this.registry] });
   readonly resyncs = new Counter({ name: "appstack_resync_total", help: "Periodic resyncs: every object re-checked against its live children.", registers: [this.registry] });
   readonly reconcileSeconds = new Histogram({ name: "appstack_reconcile_duration_seconds", help: "Reconcile durations by kind.", labelNames: ["kind"], buckets: durationBuckets, registers: [this.registry] });

@@ -121,6 +121,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
   const plans = new PlanStore(join(config.stateDir, "plans"), io, stateStore(config.backendUrl, io));
   const bindingGuard = new BindingGuard(clients, config.rbacBinding, log);
   const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard, podStartTimeoutMs: config.podStartTimeoutMs,
+    excludedNamespaces: new Set(config.excludedNamespaces),
     ...(config.defaultServiceAccount ? { tenancy: { defaultServiceAccount: config.defaultServiceAccount } } : {}),
     ...(shard ? { shard: new ShardFence({ clients, member: shard.member, holdsLease: shard.holdsLease, log, ...(shard.onDrained ? { onDrained: shard.onDrained } : {}) }) } : {}) });
   // Leading from here: whatever a killed predecessor left locked or running is stale.

@@ -182,7 +182,7 @@ export async function workspaceOptions(settings: EngineSettings, projectName: st
       // default GOGC=100 has them collect garbage several times while their packages start and
       // while the provider parses the API server's OpenAPI document. At 200 they collect half as
       // often: about a tenth less CPU per operation for a few MiB more of each process's peak
-      // (docs/benchmark.md, "Where the cost goes").
+      // (docs/development/benchmark.md, "Where the cost goes").
       GOGC: engineGcPercent,
       // On PostgreSQL, Pulumi 3.259 reading its default ten stacks at once for `stack ls` was seen
       // not to finish on a table of five stacks or more; one at a time lists 30 in 0.2 s. The

@@ -1,6 +1,6 @@
 // The Kubernetes provider kept alive per engine slot. Every engine operation used to start its
 // own provider plugin process: its start and page-in were a third of the plugin's CPU per
-// operation (docs/benchmark.md). Here the operator keeps one provider process per operation that
+// operation (docs/development/benchmark.md). Here the operator keeps one provider process per operation that
 // runs at once, and each engine attaches to an idle one (PULUMI_DEBUG_PROVIDERS=kubernetes:PORT,
 // the engine's way to use a provider that is already running). The process is ours
 // (toolchain/kubernetes-provider: slot.go): every engine connection gets a new provider inside it,

@@ -1,4 +1,4 @@
-// The benchmark's settings, from the environment (see docs/benchmark.md).
+// The benchmark's settings, from the environment (see docs/development/benchmark.md).
 import { fakeNodesFor } from "../../toolchain/cluster/readiness.ts";
 
 export const sizes = (process.env["BENCH_SIZES"] ?? "10,50,100").split(",").map(Number);

@@ -38,7 +38,9 @@ after(async () => {
 });
 
 async function startReplica(hostname: string, stateDir?: string): Promise<OperatorProcess> {
-  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, env: { POD_NAMESPACE: namespace }, ...(stateDir ? { stateDir } : {}) });
+  // Its pods and the Apps share one namespace here, which an install never does: the operator's own
+  // namespace is excluded by default (APPSTACK_EXCLUDED_NAMESPACES), so only kube-system is.
+  const replica = await startOperatorProcess(cluster().cluster.kubeconfig, { hostname, env: { POD_NAMESPACE: namespace, APPSTACK_EXCLUDED_NAMESPACES: "kube-system" }, ...(stateDir ? { stateDir } : {}) });
   replicas.push(replica);
   return replica;
 }

@@ -1,6 +1,6 @@
 // The images `appstack image` builds, looked at from inside: what the operator image holds and
 // runs as, and that each image's process starts and serves. Builds them first (cached: seconds
-// when nothing changed; a cold build takes minutes, docs/running-in-the-cluster.md). Needs root,
+// when nothing changed; a cold build takes minutes, docs/development/images.md). Needs root,
 // buildah and runc, as `appstack image` does (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";

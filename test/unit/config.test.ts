@@ -77,3 +77,12 @@ test("the operator refuses to start sharded on any backend but PostgreSQL, where
   assert.throws(() => loadConfig(flags(["--backend-url=s3://bucket?key=SECRETKEY"]), given), (error: unknown) => /not s3:\/\/: .*stack lock/.test(String(error)) && !String(error).includes("SECRETKEY"));
   assert.equal(loadConfig({}, { ...given, APPSTACK_BACKEND_URL: "postgresql://db/appstack" }).sharding, true);
 });
+
+test("watching all namespaces, kube-system and the operator's own are excluded unless set; a list of namespaces to watch excludes none", () => {
+  const env = { APPSTACK_STATE_DIR: stateDir };
+  assert.deepEqual(loadConfig({}, env).excludedNamespaces, ["kube-system"]);
+  assert.deepEqual(loadConfig({}, { ...env, POD_NAME: "appstack-0", POD_NAMESPACE: "appstack-system" }).excludedNamespaces, ["kube-system", "appstack-system"]);
+  assert.deepEqual(loadConfig(flags(["--excluded-namespaces=kube-system, platform"]), env).excludedNamespaces, ["kube-system", "platform"]);
+  assert.deepEqual(loadConfig({}, { ...env, APPSTACK_EXCLUDED_NAMESPACES: "" }).excludedNamespaces, []);
+  assert.deepEqual(loadConfig({}, { ...env, APPSTACK_NAMESPACES: "team-a" }).excludedNamespaces, []);
+});

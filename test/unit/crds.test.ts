@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { customResourceDefinitions } from "../../crds/index.ts";
+import { customResourceDefinitions, type AppSpec, type MemcachedSpec } from "../../crds/index.ts";
 import { renderedCrds } from "../../crds/yaml.ts";
 
 test("the committed CRD YAML is generated from crds/*.ts (run `npm run crds` after a change)", () => {
@@ -49,4 +49,17 @@ test("spec.deletionPolicy: Delete or Orphan on both kinds, with no default (abse
     assert.deepEqual(policy?.["enum"], ["Delete", "Orphan"], crd.metadata.name);
     assert.equal("default" in (policy ?? {}), false, crd.metadata.name);
   }
+});
+
+test("a spec field with a default is required in the kind's TypeScript type, and left out of the CRD's required list (the API server fills it in)", () => {
+  const specOf = (crd: (typeof customResourceDefinitions)[number]) => (crd.spec["versions"] as { schema: { openAPIV3Schema: { properties: { spec: { required?: string[]; properties: Record<string, { default?: unknown }> } } } } }[])[0]!.schema.openAPIV3Schema.properties.spec;
+  const [app, memcached] = customResourceDefinitions.map(specOf);
+  assert.deepEqual(app?.required, ["image"]);
+  assert.equal(app?.properties["replicas"]?.default, 1);
+  assert.deepEqual(memcached?.required, ["size"]);
+  assert.equal(memcached?.properties["image"]?.default, "memcached:1.6");
+  // The types: replicas and image are plain fields, present on every stored object.
+  const replicas: AppSpec["replicas"] = 1;
+  const image: MemcachedSpec["image"] = "memcached:1.6";
+  assert.ok(replicas && image);
 });

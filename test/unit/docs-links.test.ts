@@ -1,22 +1,24 @@
 // The README and the pages under docs/ link to each other; a page renamed or a heading reworded
 // must not leave a link that leads nowhere.
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { brokenLinks, githubSlug } from "../helpers/markdown-links.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
-const documentation = [
-  "README.md",
-  "CHANGELOG.md",
-  ...readdirSync(join(repoRoot, "docs"))
-    .filter((name) => name.endsWith(".md"))
-    .map((name) => `docs/${name}`),
-];
+/** The pages under a folder of the repository, its sub-folders included (docs/development/). */
+function pagesUnder(folder: string): string[] {
+  return readdirSync(join(repoRoot, folder), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? pagesUnder(`${folder}/${entry.name}`) : entry.name.endsWith(".md") ? [`${folder}/${entry.name}`] : [],
+  );
+}
 
-test("every relative link in README.md, CHANGELOG.md and docs/*.md points at a file and heading that exist", () => {
+const documentation = [...["README.md", "CONTRIBUTING.md", "CHANGELOG.md"].filter((page) => existsSync(join(repoRoot, page))), ...pagesUnder("docs")];
+
+test("every relative link in README.md, CONTRIBUTING.md, CHANGELOG.md and the pages under docs/ points at a file and heading that exist", () => {
+  assert.ok(documentation.includes("docs/development/testing.md"), "the scan reads docs/development/ too");
   const { checked, broken } = brokenLinks(repoRoot, documentation);
   assert.ok(checked > 20, `only ${checked} links found: the scan is not reading the pages`);
   assert.deepEqual(

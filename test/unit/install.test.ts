@@ -212,6 +212,14 @@ test("approving a plan is the RBAC verb approve: the install's policy asks the a
   assert.deepEqual(binding, { policyName: "appstack.dev-approve", validationActions: ["Deny"] });
 });
 
+test("the operator never acts in kube-system nor its own namespace, nor in those the install adds", async () => {
+  const envOf = async (made: InstanceType<typeof install.AppstackInstall>, name: string) => ((await inputsOf(made, "kubernetes:apps/v1:Deployment", name))["spec"] as DeploymentSpec).template.spec.containers[0]?.env;
+  const excluded = (env: { name: string; value?: string }[] | undefined) => env?.find((e) => e.name === "APPSTACK_EXCLUDED_NAMESPACES")?.value;
+  assert.equal(excluded(await envOf(new install.AppstackInstall("plain", { passphrase: "p" }), "plain-operator")), "kube-system,appstack-system");
+  assert.equal(excluded(await envOf(new install.AppstackInstall("more", { passphrase: "p", namespace: "ops", excludedNamespaces: ["kube-system", "platform"] }), "more-operator")), "kube-system,platform,ops");
+  assert.equal(excluded(await envOf(new install.AppstackInstall("none", { passphrase: "p", excludedNamespaces: [] }), "none-operator")), "appstack-system");
+});
+
 // Last: it sets the stack's configuration, and the program runs once per process (a module).
 test("the install program (index.ts) refuses more than one replica on a backend URL that is not PostgreSQL", async () => {
   pulumi.runtime.setAllConfig({ "appstack:replicas": "2", "appstack:backendUrl": "s3://bucket", "appstack:passphrase": "p" }, ["appstack:backendUrl", "appstack:passphrase"]);

@@ -96,13 +96,13 @@ test("the patches apply to their pinned modules exactly, and a changed upstream 
   assert.match(result.stdout, /^ok\s+appstack\.dev\/toolchain\/patch-module/m);
 });
 
-test("docs/toolchain.md lists every patch, with what it changes, and no patch that is gone", () => {
-  const doc = readFileSync(join(repoRoot, "docs/toolchain.md"), "utf8");
+test("docs/development/toolchain.md lists every patch, with what it changes, and no patch that is gone", () => {
+  const doc = readFileSync(join(repoRoot, "docs/development/toolchain.md"), "utf8");
   const listed = new Set([...doc.matchAll(/`(toolchain\/[\w-]+\/patches\/[\w.-]+\.patch)`/g)].map((m) => m[1]));
   const patches = tools.flatMap((tool) => patchFiles(tool).map((file, i) => ({ path: `toolchain/${tool.moduleDir}/patches/${file}`, subject: patchSubjects(tool)[i] ?? "" })));
   assert.ok(patches.length > 0);
   assert.deepEqual([...listed].sort(), patches.map((p) => p.path).sort());
-  for (const { path, subject } of patches) assert.ok(doc.includes(subject), `docs/toolchain.md does not say what ${path} changes: "${subject}"`);
+  for (const { path, subject } of patches) assert.ok(doc.includes(subject), `docs/development/toolchain.md does not say what ${path} changes: "${subject}"`);
 });
 
 test("a patched tool's cache folder digests its patches and their applier: a changed patch rebuilds it, and no other tool", () => {

@@ -11,7 +11,7 @@
 // never see each other's partial copy, and a copy in place is never changed again: a build that
 // finds it uses it. The name is the same wherever the same patches meet the same pin, which keeps
 // the Go build cache's keys (they hold a package's folder) the same for the host's build and the
-// image's (toolchain/images: the image build passes the host's folder, docs/toolchain.md).
+// image's (toolchain/images: the image build passes the host's folder, docs/development/toolchain.md).
 //
 // A patch that does not apply, or whose header lacks a field, stops it with the patch's name.
 package main
