@@ -12,31 +12,30 @@ FROM ${GO_IMAGE} AS toolchain
 WORKDIR /src
 # Only what the two builds read, so that a change elsewhere in toolchain/ does not rebuild them.
 COPY package.json package-lock.json ./
+COPY toolchain/patch-module/ toolchain/patch-module/
 COPY toolchain/pulumi/ toolchain/pulumi/
 COPY toolchain/kubernetes-provider/ toolchain/kubernetes-provider/
 ENV GOTOOLCHAIN=local GOFLAGS=-mod=readonly
-# The CLI from a copy of its module with appstack's changes (toolchain/pulumi/copy-module), as
-# toolchain/build.ts builds it, and at the same path, so that the host's Go build cache serves it.
-RUN cd toolchain/pulumi \
- && go mod download github.com/pulumi/pulumi/pkg/v3 \
- && go run ./copy-module "$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/pkg/v3)" /tmp/appstack-pulumi-module \
- && { cat go.mod; echo "replace github.com/pulumi/pulumi/pkg/v3 => /tmp/appstack-pulumi-module"; } > /tmp/pulumi.mod \
- && cp go.sum /tmp/pulumi.sum \
+# Each binary is built from a patched copy of its pinned module, as toolchain/build.ts builds it:
+# toolchain/patch-module applies the tool's patches/*.patch (docs/development/toolchain.md) and writes a go.mod
+# that replaces the module with the copy. The copies go under PATCHED_MODULES, which
+# `npx appstack image` sets to the host's folder of them, so that the Go build cache the build
+# mounts from the host (keyed by a package's folder too) serves them.
+ARG PATCHED_MODULES=/patched-modules
+RUN go -C toolchain/patch-module run . -module github.com/pulumi/pulumi/pkg/v3 -into "$PATCHED_MODULES" -modfile /tmp/pulumi.mod ../pulumi \
+ && cd toolchain/pulumi \
  && go build -modfile /tmp/pulumi.mod -o /out/pulumi -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(go list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
 # Without cgo: kustomize imports Go's `plugin` package, and a cgo binary that links it exports every
 # symbol for plugins to find (89 MB of dynamic symbol table in the 309 MB provider) and keeps code
-# the linker would otherwise drop. The provider loads no Go plugins. The module copy adds our
-# files to the provider package, as toolchain/build.ts does (see there why), at the same path.
-RUN cd toolchain/kubernetes-provider \
+# the linker would otherwise drop. The provider loads no Go plugins. Its main package embeds the
+# schema files that upstream's build generates, copied from the pinned module.
+RUN go -C toolchain/patch-module run . -module github.com/pulumi/pulumi-kubernetes/provider/v4 -into "$PATCHED_MODULES" -modfile /tmp/provider.mod ../kubernetes-provider \
+ && cd toolchain/kubernetes-provider \
  && dir=$(go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4) \
  && version=$(grep -A1 '"node_modules/@pulumi/kubernetes": {' /src/package-lock.json | sed -n 's/.*"version": "\([^"]*\)".*/\1/p') \
  && cp "$dir/cmd/pulumi-resource-kubernetes/schema.json" schema-embed.json \
  && cp "$dir/cmd/pulumi-resource-kubernetes/terraform-mapping.json" terraform-mapping-embed.json \
- && cp -r "$dir" /tmp/appstack-provider-module && chmod -R u+w /tmp/appstack-provider-module \
- && for f in _overlay/*.go; do cp "$f" "/tmp/appstack-provider-module/pkg/provider/zz_appstack_$(basename "$f")"; done \
- && { cat go.mod; echo "replace github.com/pulumi/pulumi-kubernetes/provider/v4 => /tmp/appstack-provider-module"; } > /tmp/build.mod \
- && cp go.sum /tmp/build.sum \
- && CGO_ENABLED=0 go build -modfile /tmp/build.mod -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
+ && CGO_ENABLED=0 go build -modfile /tmp/provider.mod -o /out/pulumi-resource-kubernetes -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" .
 
 # The production dependencies, less what only a compiler or a debugger reads: TypeScript
 # declarations (the @types packages among them) and source maps, half their size.

@@ -130,23 +130,47 @@ export function pinnedVersion(tool: Tool): string {
 }
 
 /**
- * The Go files of ours a tool's build reads, relative to its module folder: a main package of
- * ours, the files its build adds to a pinned package (`_overlay/`), and the modules that stand in
+ * The files of ours a tool's build reads, relative to its module folder: a main package of ours,
+ * the patches its build applies to the pinned module (`patches/`), and the modules that stand in
  * for pinned ones (`replace` to a folder: their go.mod and Go files).
  */
 function goSources(moduleDir: string): string[] {
   return readdirSync(moduleDir, { recursive: true, encoding: "utf8" })
-    .filter((file) => file.endsWith(".go") || (file.endsWith("go.mod") && file !== "go.mod"))
+    .filter((file) => file.endsWith(".go") || file.endsWith(".patch") || (file.endsWith("go.mod") && file !== "go.mod"))
     .sort();
 }
 
-/** Where a module of ours keeps the files its build adds to a pinned package (build.ts: prepareKubernetesProvider). */
-export const overlayDir = "_overlay";
+/**
+ * Where a module of ours keeps its patches to the module it pins, one `.patch` file per change, each
+ * with a header saying why (docs/development/toolchain.md lists them): toolchain/patch-module applies them.
+ */
+export const patchesDir = "patches";
 
-/** The Go files of a module's `_overlay` folder; none for most. */
-export function overlayFiles(tool: Tool): string[] {
-  const dir = join(toolchainDir, tool.moduleDir, overlayDir);
-  return existsSync(dir) ? readdirSync(dir).filter((file) => file.endsWith(".go")).sort() : [];
+/** The applier of the patches, a Go program that the Dockerfile's build runs too. */
+export const patchModuleDir = join(toolchainDir, "patch-module");
+
+/** The `.patch` files of a tool, in the order they are applied; none for most. */
+export function patchFiles(tool: Tool): string[] {
+  const dir = join(toolchainDir, tool.moduleDir, patchesDir);
+  return existsSync(dir) ? readdirSync(dir).filter((file) => file.endsWith(".patch")).sort() : [];
+}
+
+/** What a tool's patches change: the first line of each one's Description field. */
+export function patchSubjects(tool: Tool): string[] {
+  return patchFiles(tool).map((file) => {
+    const text = readFileSync(join(toolchainDir, tool.moduleDir, patchesDir, file), "utf8");
+    return /^Description:\s*(.+)$/m.exec(text)?.[1]?.trim() ?? file;
+  });
+}
+
+/**
+ * Where toolchain/patch-module keeps the patched copies of pinned modules, each named by module,
+ * version and a digest of its patches, made whole before it is renamed into place: builds at once
+ * share a copy and never see a partial one. The operator image's build makes its copy at the same
+ * path (toolchain/images), so that the Go build cache, whose keys hold a package's folder, serves it.
+ */
+export function patchedModulesDir(): string {
+  return join(cacheRoot(), "patched-modules");
 }
 
 /** The version of the Kubernetes provider plugin that @pulumi/kubernetes asks the engine for. */
@@ -156,15 +180,27 @@ export function kubernetesProviderVersion(): string {
 }
 
 /**
+ * The files whose bytes key a tool's build: its go.mod and go.sum, the files of ours its build
+ * reads (goSources), and for a patched tool the applier's go.mod, go.sum and Go files, since the
+ * applier makes the copy the build compiles.
+ */
+export function buildInputs(tool: Tool): string[] {
+  const moduleDir = join(toolchainDir, tool.moduleDir);
+  const own = ["go.mod", "go.sum", ...goSources(moduleDir)].map((file) => join(moduleDir, file));
+  if (patchFiles(tool).length === 0) return own;
+  const applier = readdirSync(patchModuleDir).filter((file) => file.endsWith(".go") && !file.endsWith("_test.go")).sort();
+  return [...own, ...["go.mod", "go.sum", ...applier].map((file) => join(patchModuleDir, file))];
+}
+
+/**
  * The cache folder of one tool: its name, its pinned version, and a digest of everything that goes
- * into the build (go.mod, go.sum, the Go files of a main package of ours, flags), so that a changed
- * pin or main rebuilds and nothing else does.
+ * into the build (buildInputs: go.mod, go.sum, the Go files of a main package of ours, its patches
+ * and their applier; flags), so that a changed pin, main or patch rebuilds and nothing else does.
  */
 export function toolCacheDir(tool: Tool): string {
   const version = pinnedVersion(tool);
   const digest = createHash("sha256");
-  const sources = goSources(join(toolchainDir, tool.moduleDir));
-  for (const file of ["go.mod", "go.sum", ...sources]) digest.update(readFileSync(join(toolchainDir, tool.moduleDir, file)));
+  for (const file of buildInputs(tool)) digest.update(readFileSync(file));
   digest.update(tool.goPackage);
   digest.update((tool.ldflags?.(version) ?? []).join(" "));
   if (tool.noCgo) digest.update("CGO_ENABLED=0");

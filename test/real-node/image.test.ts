@@ -120,7 +120,7 @@ test("the operator image has the pinned Pulumi CLI and provider, Node.js 24 and 
   assert.equal(User, "65532:65532");
   assert.deepEqual(Entrypoint, ["/usr/bin/tini", "--", "node", "operator/cmd/main.ts"]);
   assert.ok(Env?.includes("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"));
-  // The CLI built from the module copy with appstack's changes (toolchain/pulumi/copy-module): its function's name is in the binary.
+  // The CLI built from the patched copy of its module (toolchain/pulumi/patches, applied by toolchain/patch-module): the patch's function's name is in the binary.
   const out = inContainer(operator.tag, "id -u; id -g; node --version; /usr/bin/tini --version; pulumi version; ls -l /usr/local/bin/pulumi-resource-kubernetes; grep -c appstackStackFile /usr/local/bin/pulumi");
   const [uid, gid, node, tini, pulumi, provider, rewritten] = out.trim().split("\n");
   assert.equal(uid, "65532");

@@ -1,4 +1,4 @@
-// The pinned CLI finds a stack's checkpoint by name (toolchain/pulumi/copy-module): upstream's
+// The pinned CLI finds a stack's checkpoint by name (toolchain/pulumi/patches/0001-diy-stack-file-by-name.patch): upstream's
 // DIY backend listed the project's whole stacks folder for it on every read and checkpoint write,
 // a cost that grew with the number of stacks. Fails if the CLI lists that folder again (seen with
 // strace: getdents64 on it) or if the name it finds is not upstream's: the plain file, a

@@ -8,7 +8,7 @@ import { mmdebstrapArgs, releaseDate } from "../../toolchain/images/debian.ts";
 import { archivePath, builtImageNamed, imageSpecs, imageTags } from "../../toolchain/images/images.ts";
 import { aptSources, cacheKey, goToolchainModule, goVersion, nodeVersion, projectVersion } from "../../toolchain/images/recipes.ts";
 import { boundedCommand } from "../../toolchain/images/run.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { patchFiles, repoRoot, tools } from "../../toolchain/tools.ts";
 
 const bases = { debian: "localhost/appstack-base/debian:bookworm-k1", golang: "localhost/appstack-base/golang:1.26.8-bookworm-k2", node: "localhost/appstack-base/node:24.21.0-bookworm-k3" };
 const caches = { modCache: "/root/go/pkg/mod", buildCache: "/root/.cache/go-build" };
@@ -48,12 +48,12 @@ test("the Debian root file system comes from the three bookworm suites, and the 
 });
 
 test("the operator image is the repository's Dockerfile on the local bases, with the host's Go caches at the same paths", () => {
-  const [operator, http, memcached] = imageSpecs(bases, caches, "0.1.0");
+  const [operator, http, memcached] = imageSpecs(bases, caches, "0.1.0", "/root/.cache/appstack/patched-modules");
   assert.equal(operator?.bud.dockerfile, join(repoRoot, "Dockerfile"));
   assert.equal(operator?.archiveName, "docker.io/library/appstack:0.1.0");
   const args = budArgs(operator.bud);
   assert.deepEqual(args.slice(0, 5), ["bud", "--layers", "--pull=never", "--network=host", "--format=oci"]);
-  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, `DEBIAN_IMAGE=${bases.debian}`, "APPSTACK_VERSION=0.1.0", "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
+  for (const pair of [`GO_IMAGE=${bases.golang}`, `NODE_IMAGE=${bases.node}`, `DEBIAN_IMAGE=${bases.debian}`, "APPSTACK_VERSION=0.1.0", "PATCHED_MODULES=/root/.cache/appstack/patched-modules", "/root/go/pkg/mod:/root/go/pkg/mod", "/root/.cache/go-build:/root/.cache/go-build", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro"]) {
     assert.ok(args.includes(pair), pair);
   }
   assert.deepEqual(args.slice(-5), ["--file", join(repoRoot, "Dockerfile"), "--tag", "localhost/appstack:0.1.0", repoRoot]);
@@ -71,6 +71,20 @@ test("the Dockerfile's base images are build arguments whose defaults are the pu
   assert.match(beforeFirstFrom, /^ARG DEBIAN_IMAGE=debian:bookworm-slim$/m);
   // The image is the last stage: Debian, with Node.js's binary from the Node stage.
   assert.deepEqual([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]), ["${GO_IMAGE}", "${NODE_IMAGE}", "${DEBIAN_IMAGE}"]);
+});
+
+test("the Dockerfile builds each patched tool from the copy toolchain/patch-module makes, as build.ts does, under PATCHED_MODULES", () => {
+  const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+  const patched = tools.filter((tool) => patchFiles(tool).length > 0);
+  assert.deepEqual(patched.map((tool) => tool.binary), ["pulumi", "pulumi-resource-kubernetes"]);
+  for (const tool of patched) {
+    const run = new RegExp(`go -C toolchain/patch-module run \\. -module ${tool.pinnedModule} -into "\\$PATCHED_MODULES" -modfile (\\S+) \\.\\./${tool.moduleDir} \\\\\n`).exec(dockerfile);
+    assert.ok(run, `no patch-module run for ${tool.binary}`);
+    assert.match(dockerfile, new RegExp(`go build -modfile ${run[1]} -o /out/${tool.binary} `), `${tool.binary} is not built with the copy's go.mod`);
+  }
+  assert.match(dockerfile, /^COPY toolchain\/patch-module\/ toolchain\/patch-module\/$/m);
+  assert.match(readFileSync(join(repoRoot, ".dockerignore"), "utf8"), /^!toolchain\/patch-module$/m);
+  assert.doesNotMatch(dockerfile, /\/tmp\/appstack-/);
 });
 
 test("buildah keeps its images under the given folder, and every command has a deadline", () => {

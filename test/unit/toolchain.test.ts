@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { createClusterPki } from "../../toolchain/cluster/pki.ts";
 import { cniConfig } from "../../toolchain/cluster/node-network.ts";
-import { kubernetesProviderVersion, nodeTools, oldestControlPlaneTools, pinnedVersion, repoRoot, toolByName, toolCacheDir, tools } from "../../toolchain/tools.ts";
+import { buildInputs, kubernetesProviderVersion, nodeTools, oldestControlPlaneTools, patchFiles, patchModuleDir, patchSubjects, pinnedVersion, repoRoot, toolByName, toolCacheDir, toolchainDir, tools } from "../../toolchain/tools.ts";
 
 const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
   packages: Record<string, { version: string }>;
@@ -78,4 +79,42 @@ test("pods of a real node get routes to their own range and the Service range on
   const bridge = config.plugins[0]!;
   assert.equal(bridge.ipMasq, false);
   assert.deepEqual(bridge.ipam.routes, [{ dst: "10.96.0.0/16" }]);
+});
+
+// toolchain/patch-module's own Go test, run here so that `npm test` runs it: a patch applies with
+// zero fuzz, a changed upstream text (or a line moved) fails naming the patch, builds at once share
+// one copy, and the toolchain's own patches apply to the modules its go.mod files pin. It copies
+// those two modules from the module cache (a few seconds) and compiles only go-gitdiff.
+test("the patches apply to their pinned modules exactly, and a changed upstream fails naming the patch (patch-module's Go test)", () => {
+  const result = spawnSync("go", ["test", "-count=1", "./..."], {
+    cwd: patchModuleDir,
+    env: { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=readonly" },
+    encoding: "utf8",
+    timeout: 600_000,
+  });
+  assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
+  assert.match(result.stdout, /^ok\s+appstack\.dev\/toolchain\/patch-module/m);
+});
+
+test("docs/development/toolchain.md lists every patch, with what it changes, and no patch that is gone", () => {
+  const doc = readFileSync(join(repoRoot, "docs/development/toolchain.md"), "utf8");
+  const listed = new Set([...doc.matchAll(/`(toolchain\/[\w-]+\/patches\/[\w.-]+\.patch)`/g)].map((m) => m[1]));
+  const patches = tools.flatMap((tool) => patchFiles(tool).map((file, i) => ({ path: `toolchain/${tool.moduleDir}/patches/${file}`, subject: patchSubjects(tool)[i] ?? "" })));
+  assert.ok(patches.length > 0);
+  assert.deepEqual([...listed].sort(), patches.map((p) => p.path).sort());
+  for (const { path, subject } of patches) assert.ok(doc.includes(subject), `docs/development/toolchain.md does not say what ${path} changes: "${subject}"`);
+});
+
+test("a patched tool's cache folder digests its patches and their applier: a changed patch rebuilds it, and no other tool", () => {
+  for (const name of ["pulumi", "pulumi-resource-kubernetes"] as const) {
+    const tool = toolByName(name);
+    const inputs = buildInputs(tool);
+    assert.ok(patchFiles(tool).length > 0, name);
+    for (const file of patchFiles(tool)) assert.ok(inputs.includes(join(toolchainDir, tool.moduleDir, "patches", file)), `${name}: ${file}`);
+    assert.ok(inputs.includes(join(patchModuleDir, "patch.go")), `${name}: the applier`);
+    assert.ok(!inputs.includes(join(patchModuleDir, "patch_test.go")), `${name}: the applier's test`);
+  }
+  assert.deepEqual(patchFiles(toolByName("kube-apiserver")), []);
+  assert.ok(!buildInputs(toolByName("kube-apiserver")).some((file) => file.startsWith(patchModuleDir)));
+  assert.match(patchSubjects(toolByName("pulumi"))[0] ?? "", /checkpoint by name/);
 });

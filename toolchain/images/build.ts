@@ -6,6 +6,7 @@ import { buildBases, hostGoCaches, seconds } from "./bases.ts";
 import { budArgs, buildah, imageId, imageSize, imagesDir } from "./buildah.ts";
 import { archivePath, archivesDir, imageSpecs, type ImageSpec } from "./images.ts";
 import { projectVersion } from "./recipes.ts";
+import { patchedModulesDir } from "../tools.ts";
 
 type Log = (line: string) => void;
 
@@ -48,7 +49,7 @@ export async function buildImages(log: Log = (line) => console.error(line), opti
   const archives = archivesDir();
   mkdirSync(archives, { recursive: true });
   const built: BuiltImage[] = [];
-  const specs = imageSpecs(bases, caches, options.version ?? projectVersion()).filter((spec) => !options.only || options.only.includes(spec.name));
+  const specs = imageSpecs(bases, caches, options.version ?? projectVersion(), patchedModulesDir()).filter((spec) => !options.only || options.only.includes(spec.name));
   for (const spec of specs) {
     const imageStarted = Date.now();
     log(`  ${spec.name}: buildah bud ${spec.bud.dockerfile}...`);

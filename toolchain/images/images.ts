@@ -31,7 +31,12 @@ export function imageTags(name: ImageName, version: string): { readonly tag: str
   return { tag: `localhost/appstack/${name}:${version}`, archiveName: `localhost/appstack/${name}:${version}` };
 }
 
-export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string): ImageSpec[] {
+/**
+ * The images, the operator's built with the host's Go caches mounted at their paths and its patched
+ * module copies made at the host's path for them (`patchedModules`, tools.ts patchedModulesDir), so
+ * that the compiled packages of the host's `npm run toolchain` serve the image's build.
+ */
+export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string, patchedModules: string): ImageSpec[] {
   const workload = (name: ImageName): ImageSpec => ({
     name,
     bud: {
@@ -49,7 +54,7 @@ export function imageSpecs(bases: BaseImages, caches: GoCaches, version: string)
         dockerfile: join(repoRoot, "Dockerfile"),
         context: repoRoot,
         tag: imageTags("operator", version).tag,
-        buildArgs: { GO_IMAGE: bases.golang, NODE_IMAGE: bases.node, DEBIAN_IMAGE: bases.debian, APPSTACK_VERSION: version },
+        buildArgs: { GO_IMAGE: bases.golang, NODE_IMAGE: bases.node, DEBIAN_IMAGE: bases.debian, APPSTACK_VERSION: version, PATCHED_MODULES: patchedModules },
         sameVolumes: [{ path: caches.modCache }, { path: caches.buildCache }, { path: caBundle, readOnly: true }],
       },
       archiveName: imageTags("operator", version).archiveName,

@@ -2,9 +2,9 @@ package main
 
 // The calls a kept provider adds to on their way through. Configure: the OpenAPI data of an
 // earlier provider of the same connection goes in before (schemas.go), and the Event informer
-// of upstream's await is answered locally after (_overlay/quiet_events.go). Create, Update and
-// Delete of a CustomResourceDefinition: the shared data is dropped after the call, as upstream's
-// provider drops its own, so that the next provider's Check sees the kinds as they are now.
+// of upstream's await is answered locally after (patches/0003-no-event-informer.patch). Create,
+// Update and Delete of a CustomResourceDefinition: the shared data is dropped after the call, as
+// upstream's provider drops its own, so that the next provider's Check sees the kinds as they are now.
 
 import (
 	"context"

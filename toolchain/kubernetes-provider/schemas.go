@@ -5,9 +5,9 @@ package main
 // document for each: in a burst of operations, the same document every few hundred milliseconds.
 // A provider configured for the same API server as one before it (documentKey: whichever identity
 // it connects as) starts with that one's parsed data instead
-// (_overlay/shared_schema.go). The data is dropped after schemaLifetime, and whenever the slot
-// goes idle (connections.go), so a CRD or an upgrade of the API server is seen within a minute,
-// and an idle process holds no document.
+// (patches/0002-share-openapi-schema.patch). The data is dropped after schemaLifetime, and
+// whenever the slot goes idle (connections.go), so a CRD or an upgrade of the API server is seen
+// within a minute, and an idle process holds no document.
 
 import (
 	"crypto/sha256"
