@@ -11,11 +11,11 @@ import { approvalPolicyName, approvalRights } from "../../crds/approval.ts";
 import { approveAnnotation, group, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { isConflict, readWorkload, type KubeClients } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
+import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef, objectRefUsage } from "./kube-flags.ts";
 import { age } from "./table.ts";
 import { pluralOf } from "../../components/kinds.ts";
 
-export const approveUsage = `usage: appstack approve app/NAME|memcached/NAME [--yes] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
+export const approveUsage = `usage: appstack approve ${objectRefUsage} [--yes] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   shows the plan waiting for approval (updatePolicy Preview), asks, and approves exactly that plan;
   --yes approves without asking (required when not on a terminal). Exit code 0: approved, 1: not.`;
 

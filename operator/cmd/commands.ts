@@ -13,7 +13,7 @@ import { buildImages } from "../../toolchain/images/build.ts";
 import { loadImages } from "../../toolchain/cluster/load.ts";
 import { toolPath } from "../../toolchain/tools.ts";
 import { operatorOptions } from "../manager/config.ts";
-import { kubeOptions } from "./kube-flags.ts";
+import { kubeOptions, kindsInWords } from "./kube-flags.ts";
 import { operatorUsage, runOperator } from "./main.ts";
 import { previewOptions, previewUsage, runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
@@ -41,7 +41,7 @@ export const appstackUsage = `usage: appstack <command>   (as a kubectl plugin: 
   stacks <args>          the pinned Pulumi CLI on the operator's own stacks (stack ls, stack export, ...),
                          with their secrets' key service; the state as the operator finds it
   kubectl <args>         the pinned kubectl, against KUBECONFIG
-  status|get [-n NS|-A] [-o json|yaml]   every App and Memcached: ready, drifted, awaiting approval, stalled; exit 3 when one needs a person
+  status|get [-n NS|-A] [-o json|yaml]   every ${kindsInWords("and")}: ready, drifted, awaiting approval, stalled; exit 3 when one needs a person
   history app/NAME [-o json|yaml]        what the operator did to one object, when and why (its stack's history)
   approve app/NAME [--yes]               shows the plan waiting for approval, asks, and approves exactly it
   suspend app/NAME, resume app/NAME      spec.suspend true (nothing is applied or repaired) or false (what changed is applied)

@@ -18,10 +18,10 @@ import { readWorkload } from "../kube/clients.ts";
 import { statusHistoryLimit, type StackOperation, type WorkloadKind } from "../../crds/types.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, errorText, kubeConfigOf, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, parseObjectRef, printData, type KubeFlags } from "./kube-flags.ts";
+import { cliClients, errorText, kubeConfigOf, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, parseObjectRef, printData, type KubeFlags, objectRefUsage } from "./kube-flags.ts";
 import { table } from "./table.ts";
 
-export const historyUsage = `usage: appstack history app/NAME|memcached/NAME [flags] [--stack [--state-dir=DIR] [--backend-url=URL]]
+export const historyUsage = `usage: appstack history ${objectRefUsage} [flags] [--stack [--state-dir=DIR] [--backend-url=URL]]
   one row per update of the object's stack: time, operation and result, the generation applied,
   why (spec changed, drift repaired, plan approved, retry) and the resource changes; oldest first.
   The last ${statusHistoryLimit}, from the object's status: the right to get the object is all it needs.

@@ -71,11 +71,21 @@ export function namespaceOf(flags: KubeFlags, config: KubeConfig): string {
   return flags.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? "default";
 }
 
+/** How a usage text names one object: `app/NAME|memcached/NAME`, one per kind. */
+export const objectRefUsage = workloadKinds.map((kind) => `${kind.toLowerCase()}/NAME`).join("|");
+
+/** The kinds in words, joined by `conjunction`: "App and Memcached". */
+export function kindsInWords(conjunction: "and" | "or"): string {
+  const kinds = [...workloadKinds];
+  const last = kinds.pop() ?? "";
+  return kinds.length ? `${kinds.join(", ")} ${conjunction} ${last}` : last;
+}
+
 /** `app/web` (as kubectl writes it) to its kind and name. */
 export function parseObjectRef(text: string | undefined, usage: string): { kind: WorkloadKind; name: string } {
   const [type, name, extra] = (text ?? "").split("/");
   const kind = kindNamed(type ?? "");
-  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as ${workloadKinds.map((k) => `${k.toLowerCase()}/NAME`).join(" or ")}${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
+  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as ${objectRefUsage.split("|").join(" or ")}${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
   return { kind, name };
 }
 

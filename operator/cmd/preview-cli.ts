@@ -20,9 +20,10 @@ import { prepareWorkDir } from "../pulumi/stack-selection.ts";
 import { StackDriver } from "../pulumi/stacks.ts";
 import { StateIo } from "../pulumi/state-io.ts";
 import { parseFlags, UsageError } from "./flags.ts";
+import { kindsInWords } from "./kube-flags.ts";
 
 export const previewUsage = `usage: appstack preview -f FILE [-f FILE ...] [--json] [--refresh] [--kubeconfig=PATH] [--state-dir=DIR | --backend-url=URL]
-  previews App and Memcached objects against the cluster and the operator's stack state;
+  previews ${kindsInWords("and")} objects against the cluster and the operator's stack state;
   changes nothing. Exit code 0: no changes, 2: changes, 1: error.`;
 
 export const previewOptions = {

@@ -9,11 +9,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { group, reconcileRequestAnnotation, version, type Workload } from "../../crds/types.ts";
 import { mergePatch, readWorkload } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
+import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef, objectRefUsage } from "./kube-flags.ts";
 import { needsPersonExitCode } from "./status-cli.ts";
 import { pluralOf } from "../../components/kinds.ts";
 
-export const reconcileUsage = `usage: appstack reconcile app/NAME|memcached/NAME [--timeout=5m] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
+export const reconcileUsage = `usage: appstack reconcile ${objectRefUsage} [--timeout=5m] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   runs a refresh and pulumi up now (annotation ${reconcileRequestAnnotation}) and waits for the result,
   at most --timeout (a duration as 90s, 5m or 1h; default 5m).
   Exit code 0: Ready; 1: Stalled, held back by spec.dependsOn (DependencyNotReady, the dependencies named),

@@ -6,11 +6,11 @@ import { group, version, type Workload, type WorkloadKind } from "../../crds/typ
 import { workloadKinds, pluralOf } from "../../components/kinds.ts";
 import { driftField } from "../pulumi/update-messages.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, errorText, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, printData } from "./kube-flags.ts";
+import { cliClients, errorText, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, printData, kindsInWords } from "./kube-flags.ts";
 import { age, table } from "./table.ts";
 
 export const statusUsage = `usage: appstack status [flags]   (also: appstack get)
-  every App and Memcached in the namespace (-A: in all): ready, drifted, awaiting approval, stalled.
+  every ${kindsInWords("and")} in the namespace (-A: in all): ready, drifted, awaiting approval, stalled.
   Exit code 0: nothing needs a person; 3: something does (awaiting approval or stalled); 1: error.
 ${kubeFlagsUsage}`;
 
@@ -112,7 +112,7 @@ export async function runStatusCli(argv: readonly string[]): Promise<number> {
   try {
     const { states, format, all, namespace } = await listStates(argv);
     if (format !== "table") process.stdout.write(printData(format, states));
-    else if (!states.length) process.stderr.write(`no App or Memcached ${all ? "in any namespace" : `in namespace ${namespace}`}\n`);
+    else if (!states.length) process.stderr.write(`no ${kindsInWords("or")} ${all ? "in any namespace" : `in namespace ${namespace}`}\n`);
     else process.stdout.write(statusTable(states, all));
     return states.some((s) => s.needsPerson) ? needsPersonExitCode : 0;
   } catch (error) {

@@ -4,10 +4,10 @@
 import { group, version } from "../../crds/types.ts";
 import { mergePatch } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
-import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef } from "./kube-flags.ts";
+import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef, objectRefUsage } from "./kube-flags.ts";
 import { pluralOf } from "../../components/kinds.ts";
 
-export const suspendUsage = (verb: "suspend" | "resume"): string => `usage: appstack ${verb} app/NAME|memcached/NAME [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
+export const suspendUsage = (verb: "suspend" | "resume"): string => `usage: appstack ${verb} ${objectRefUsage} [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   ${verb === "suspend" ? "sets spec.suspend: true: no pulumi up, no drift repair, no preview until it is resumed; a deletion leaves the children in place" : "sets spec.suspend: false: the operator applies whatever changed while it was suspended"}.
   Exit code 0: done, 1: not.`;
 
