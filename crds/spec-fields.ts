@@ -3,6 +3,12 @@
 import { deletionPolicies, maxDependencies, podSecurityProfiles, updatePolicies, type PodSecurityProfile } from "./types.ts";
 import { stringEnum, Type, type Static, type TObject } from "./schema-kit.ts";
 
+/** Names in words, the last joined by `conjunction`: "App, Memcached or Redis". */
+export function inWords(names: readonly string[], conjunction: "and" | "or"): string {
+  const last = names.at(-1) ?? "";
+  return names.length > 1 ? `${names.slice(0, -1).join(", ")} ${conjunction} ${last}` : last;
+}
+
 /** The spec fields every kind has, after its own; `kinds`: every kind's name, the kinds spec.dependsOn may name. */
 export function commonSpecFields(kinds: readonly string[]) {
   return {
@@ -48,7 +54,7 @@ const serviceAccountNameSchema = Type.String({
 /** operator/controller/dependencies.ts. */
 const dependsOnSchema = (kinds: readonly string[]) => Type.Array(
   Type.Object({
-    kind: stringEnum(kinds, { description: kinds.join(" or ").replace(/ or (?=.* or )/g, ", ") + "." }),
+    kind: stringEnum(kinds, { description: `${inWords(kinds, "or")}.` }),
     name: Type.String({ minLength: 1, maxLength: 63, pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", description: "The object's name, in this object's namespace." }),
   }),
   {

@@ -6,6 +6,7 @@ import yaml from "js-yaml";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { WorkloadKind } from "../../crds/types.ts";
 import { kindNamed, workloadKinds } from "../../components/kinds.ts";
+import { inWords } from "../../crds/spec-fields.ts";
 import { apiClient, briefError, type KubeClients } from "../kube/clients.ts";
 import { UsageError } from "./flags.ts";
 
@@ -71,21 +72,20 @@ export function namespaceOf(flags: KubeFlags, config: KubeConfig): string {
   return flags.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? "default";
 }
 
+/** How a person names one object of each kind: app/NAME. */
+const objectRefs = workloadKinds.map((kind) => `${kind.toLowerCase()}/NAME`);
+
 /** How a usage text names one object: `app/NAME|memcached/NAME`, one per kind. */
-export const objectRefUsage = workloadKinds.map((kind) => `${kind.toLowerCase()}/NAME`).join("|");
+export const objectRefUsage = objectRefs.join("|");
 
 /** The kinds in words, joined by `conjunction`: "App and Memcached". */
-export function kindsInWords(conjunction: "and" | "or"): string {
-  const kinds = [...workloadKinds];
-  const last = kinds.pop() ?? "";
-  return kinds.length ? `${kinds.join(", ")} ${conjunction} ${last}` : last;
-}
+export const kindsInWords = (conjunction: "and" | "or"): string => inWords(workloadKinds, conjunction);
 
 /** `app/web` (as kubectl writes it) to its kind and name. */
 export function parseObjectRef(text: string | undefined, usage: string): { kind: WorkloadKind; name: string } {
   const [type, name, extra] = (text ?? "").split("/");
   const kind = kindNamed(type ?? "");
-  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as ${objectRefUsage.split("|").join(" or ")}${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
+  if (!kind || !name || extra !== undefined) throw new UsageError(`name one object as ${objectRefs.join(" or ")}${text ? `, not ${JSON.stringify(text)}` : ""}\n${usage}`);
   return { kind, name };
 }
 
