@@ -25,7 +25,7 @@ function slice(endpoints: { pod: string; ready?: boolean }[]): V1EndpointSlice {
   };
 }
 
-const check = (pods: V1Pod[], slices: V1EndpointSlice[], services = [service], phase = ready) => withServiceEndpoints(phase, pods, services, () => slices);
+const check = (pods: V1Pod[], slices: V1EndpointSlice[], services = [service], phase: Phase = ready) => withServiceEndpoints(phase, pods, services, () => slices);
 
 test("Ready once every ready pod is a ready endpoint, across slices; an endpoint without conditions counts as ready", () => {
   assert.deepEqual(check([pod("a"), pod("b")], [slice([{ pod: "a", ready: true }]), slice([{ pod: "b" }])]), ready);
