@@ -49,6 +49,8 @@ export interface ReporterDeps {
   readonly backoff: (key: string) => Backoff;
   /** How long a pod may fail to start (image pull, crash loop, config error) before the object is Stalled. */
   readonly podStartTimeoutMs: number;
+  /** How long Ready waits for service proxies to apply a change of the Services' EndpointSlices (service-endpoints.ts). */
+  readonly proxySyncMs: number;
   /** Tenant identities (tenancy.ts): a failure to act as the object's ServiceAccount is explained. */
   readonly tenancy?: Tenancy | undefined;
 }
@@ -208,14 +210,15 @@ export class Reporter {
   }
 
   /** `phase`, held back from Ready until the object's Services route to its ready pods (service-endpoints.ts). */
-  private served(object: Workload, phase: Phase, pods: readonly V1Pod[]): Phase {
-    if (phase.kind !== "ready") return phase;
+  private served(object: Workload, phase: Phase, pods: readonly V1Pod[]): { phase: Phase; recheckInMs?: number } {
+    if (phase.kind !== "ready") return { phase };
     const { namespace } = object.metadata;
+    const { watcher, proxySyncMs } = this.deps;
     const services = childManifests(object)
       .filter((child) => child.kind === "Service")
-      .map((child) => this.deps.watcher.child("Service", namespace, child.name))
+      .map((child) => watcher.child("Service", namespace, child.name))
       .filter((live): live is V1Service => live !== undefined && isControlledBy(live, object));
-    return withServiceEndpoints(phase, pods, services, (service) => this.deps.watcher.endpointSlicesOf(service));
+    return withServiceEndpoints(phase, pods, { services, slicesOf: (service) => watcher.endpointSlicesOf(service), lastChange: (slices) => watcher.endpointsChangedAt(slices), proxySyncMs });
   }
 
   /**
@@ -227,10 +230,12 @@ export class Reporter {
     const selector = podSelector(object);
     // Pods count only under the object's own Deployment: never another object's.
     const pods = deployment ? this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp) : [];
-    const { phase: troubled, recheckInMs } = withPodTrouble(phase, pods, this.deps.podStartTimeoutMs);
-    const refined = this.served(object, troubled, pods);
-    // Operation failures record their own Events; a rollout that cannot go on is said here.
-    if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
+    const { phase: troubled, recheckInMs: troubleRecheckMs } = withPodTrouble(phase, pods, this.deps.podStartTimeoutMs);
+    const { phase: refined, recheckInMs: routingRecheckMs } = this.served(object, troubled, pods);
+    const recheckInMs = troubleRecheckMs ?? routingRecheckMs;
+    // Operation failures record their own Events; a rollout that cannot go on is said here (a
+    // Service that does not route yet is no trouble: it passes by itself).
+    if (troubled.kind === "stalled" || (troubled.kind === "progressing" && troubled !== phase)) this.deps.events.record(object, "Warning", troubled.reason, troubled.message);
     // An error's text may quote the backend URL (Pulumi's do), password included.
     const uid = object.metadata.uid;
     const handledRequest = this.handledRequests.get(uid)?.requestedAt;

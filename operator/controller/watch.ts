@@ -15,7 +15,7 @@ import type { Logger } from "../base/log.ts";
 import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
 import { DependencyIndex } from "./dependencies.ts";
 import { InstanceIndex } from "./instance-index.ts";
-import { serviceNameLabel } from "./service-endpoints.ts";
+import { EndpointChanges, serviceNameLabel } from "./service-endpoints.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
@@ -67,6 +67,8 @@ export class Watcher {
   private readonly pods = new InstanceIndex<V1Pod>();
   /** The EndpointSlices of the children's Services, which carry their labels: Ready waits for them (service-endpoints.ts). */
   private readonly endpointSlices = new InstanceIndex<V1EndpointSlice>();
+  /** When each slice last changed which pods it routes to. */
+  private readonly endpointChanges = new EndpointChanges();
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   /** Which objects wait for which (spec.dependsOn): a dependency's change queues its dependants. */
@@ -114,8 +116,12 @@ export class Watcher {
       this.pods.follow(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
         ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true));
       const slices = { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", labelSelector: managedSelector };
-      this.endpointSlices.follow(this.childInformer<V1EndpointSlice>(resourcePath(`${slices.group}/${slices.version}`, slices.plural, ns), () =>
-        ns ? clients.custom.listNamespacedCustomObject({ ...slices, namespace: ns }) : clients.custom.listClusterCustomObject(slices), ns, true));
+      const sliceCache = this.childInformer<V1EndpointSlice>(resourcePath(`${slices.group}/${slices.version}`, slices.plural, ns), () =>
+        ns ? clients.custom.listNamespacedCustomObject({ ...slices, namespace: ns }) : clients.custom.listClusterCustomObject(slices), ns, true);
+      const sliceWatch = this.watches.at(-1)!;
+      this.endpointSlices.follow(sliceCache);
+      for (const type of ["add", "update"] as const) sliceCache.on(type, (slice: V1EndpointSlice) => this.endpointChanges.seen(slice, !sliceWatch.settled));
+      sliceCache.on("delete", (slice: V1EndpointSlice) => this.endpointChanges.gone(slice));
     }
   }
 
@@ -289,6 +295,11 @@ export class Watcher {
   /** The managed pods of `namespace` that `selector` selects (instance-index.ts). */
   podsOf(namespace: string, selector: Record<string, string>): V1Pod[] {
     return this.pods.select(namespace, selector);
+  }
+
+  /** When any of `slices` last changed which pods it routes to (service-endpoints.ts). */
+  endpointsChangedAt(slices: readonly V1EndpointSlice[]): number {
+    return this.endpointChanges.lastChange(slices);
   }
 
   /** The EndpointSlices of one of appstack's Services (instance-index.ts). */
