@@ -129,6 +129,8 @@ export function operatorRules(rbacBinding?: string, tenantIdentities = false): k
     ...childKindNames.map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [childKinds[kind].plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
     ...(tenantIdentities ? [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }] : []),
     { apiGroups: [""], resources: ["pods"], verbs: observe },
+    // Ready waits until the children's Services route to every ready pod (operator/controller/service-endpoints.ts).
+    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: observe },
     { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     // Only to tell whether an object's namespace is terminating.
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },

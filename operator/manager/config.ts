@@ -10,6 +10,7 @@ import { keepSecretsOf } from "../base/redact.ts";
 import { sharedBackendRefusal } from "../base/shared-backend.ts";
 import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
 import { defaultPodStartTimeoutMs } from "../controller/status.ts";
+import { defaultProxySyncMs } from "../controller/service-endpoints.ts";
 import { usableCpus } from "./cpu-quota.ts";
 
 export interface OperatorConfig {
@@ -56,6 +57,8 @@ export interface OperatorConfig {
   readonly resyncMs: number;
   /** How long a pod may fail to start (image pull, crash loop, config error) before its object is Stalled. */
   readonly podStartTimeoutMs: number;
+  /** How long Ready waits for service proxies to apply a change of a Service's EndpointSlices; 0: not at all. */
+  readonly proxySyncMs: number;
   /** How long a new leader waits for every watch to list before it gives up the lease and exits (controller-runtime's CacheSyncTimeout). */
   readonly cacheSyncTimeoutMs: number;
   /** How long the API server keeps one watch open (its `timeoutSeconds`); a watch not ended soon after is taken for a dead connection. */
@@ -121,6 +124,13 @@ export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --excl
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
 export interface LoadOptions {
   readonly readOnly?: boolean;
+}
+
+function nonNegativeInt(text: string | undefined, fallback: number, what: string): number {
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${what} must be a whole number, 0 or more, not ${JSON.stringify(text)}`);
+  return value;
 }
 
 function positiveInt(text: string | undefined, fallback: number, what: string): number {
@@ -275,6 +285,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     // so it is cheap; it is the backstop for a change no watch event announced.
     resyncMs: positiveInt(setting("resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,
     podStartTimeoutMs: positiveInt(env["APPSTACK_POD_START_TIMEOUT_SECONDS"], defaultPodStartTimeoutMs / 1000, "APPSTACK_POD_START_TIMEOUT_SECONDS") * 1000,
+    proxySyncMs: nonNegativeInt(env["APPSTACK_PROXY_SYNC_MS"], defaultProxySyncMs, "APPSTACK_PROXY_SYNC_MS"),
     cacheSyncTimeoutMs: positiveInt(env["APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS"], 120, "APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS") * 1000,
     // client-go asks for 5 to 10 minutes and finds a dead connection sooner through HTTP/2 pings;
     // client-node's watch has none, so the end of the watch is what shows its connection alive.

@@ -4,6 +4,7 @@
 // really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
 // cluster for the file. Needs root and Debian's packages (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster
 import { loadImage } from "../../toolchain/cluster/node.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { httpGet } from "../helpers/http.ts";
@@ -163,6 +164,33 @@ test("a Memcached of the memcached image: Ready, `stats` answers through its Ser
   assert.match(stats, /^STAT limit_maxbytes 67108864\r$/m);
   const memory = podMemory(operatorPod, cluster!.realNode!.cgroupRoot);
   if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
+});
+
+/** `kubectl wait --for=condition=Ready` as a person types it: a watch, which returns as soon as the status says Ready. */
+function kubectlWaitReady(object: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(toolPath("kubectl"), [`--kubeconfig=${cluster!.kubeconfig}`, `--namespace=${namespace}`, "wait", "--for=condition=Ready", object, "--timeout=240s"], { timeout: 300_000 }, (error, stdout, stderr) => (error ? reject(new Error(`kubectl wait ${object}: ${stderr || error.message}`)) : resolve(void stdout)));
+  });
+}
+
+const firstRequestTries = 20;
+
+test(`${firstRequestTries} Apps in turn, each created, waited for with kubectl wait and asked at once through its Service: every first request is answered 200`, { skip, timeout: 900_000 }, async () => {
+  const started = Date.now();
+  const answers: string[] = [];
+  for (let i = 0; i < firstRequestTries; i++) {
+    const name = `first-${i}`;
+    await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } });
+    await kubectlWaitReady(`app/${name}`);
+    const clusterIp = (await core.readNamespacedService({ name, namespace })).spec?.clusterIP ?? "";
+    // One request, no retry: the App said Ready, so its Service must serve now.
+    const answer = await httpGet(`http://${clusterIp}/`).then((response) => String(response.status), (error: unknown) => (error instanceof Error ? error.message : String(error)));
+    answers.push(`${name}: ${answer}`);
+    await workloads.delete("App", namespace, name);
+  }
+  figure(`${firstRequestTries} Apps created, Ready and asked in turn in ${secondsSince(started)} s`);
+  assert.deepEqual(answers.filter((answer) => !answer.endsWith(": 200")), [], answers.join("; "));
+  for (let i = 0; i < firstRequestTries; i++) await workloads.gone("App", namespace, `first-${i}`, waitMs);
 });
 
 const hardened = "hardened";
