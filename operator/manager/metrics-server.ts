@@ -7,7 +7,7 @@ import type { Registry } from "prom-client";
 import type { Logger } from "../base/log.ts";
 import type { MetricsServing } from "./config.ts";
 import type { MetricsAuthorizer } from "./metrics-auth.ts";
-import { readCertificateDir, selfSignedCertificate, watchCertificateDir } from "./serving-cert.ts";
+import { certificateRereadMs, readCertificateDir, selfSignedCertificate, watchCertificateDir } from "./serving-cert.ts";
 
 /** The registry's text, or a 500 saying why not. */
 export function serveMetrics(registry: Registry, res: ServerResponse): void {
@@ -24,8 +24,8 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
   });
 }
 
-/** `authorizer`: required when `serving.secure`. Resolves once it listens. */
-export async function startMetricsServer(serving: MetricsServing, registry: Registry, log: Logger, authorizer?: MetricsAuthorizer): Promise<Server> {
+/** `authorizer`: required when `serving.secure`; `rereadMs`: how often a certificate folder is read again. Resolves once it listens. */
+export async function startMetricsServer(serving: MetricsServing, registry: Registry, log: Logger, authorizer?: MetricsAuthorizer, rereadMs = certificateRereadMs): Promise<Server> {
   const handle = (req: IncomingMessage, res: ServerResponse, authorize: boolean) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path !== "/metrics") return void res.writeHead(404).end();
@@ -46,7 +46,7 @@ export async function startMetricsServer(serving: MetricsServing, registry: Regi
     const stop = watchCertificateDir(dir, pair, (next) => {
       server.setSecureContext({ ...next, minVersion: "TLSv1.2" });
       log.info("serving the metrics certificate read again", { dir });
-    }, (error) => log.warn("could not read the metrics certificate again; serving the last one", { dir, error: String(error) }));
+    }, (error) => log.warn("could not read the metrics certificate again; serving the last one", { dir, error: String(error) }), rereadMs);
     server.once("close", stop);
   }
   return listen(server, serving.port, serving.host);

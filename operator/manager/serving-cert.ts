@@ -54,7 +54,7 @@ export const certificateRereadMs = 10_000;
  * Calls `changed` with the folder's pair each time it differs from the last one read (cert-manager
  * rotates it in place); a pair that cannot be read or does not match is reported and the last one kept.
  */
-export function watchCertificateDir(dir: string, current: CertificateAndKey, changed: (pair: CertificateAndKey) => void, failed: (error: unknown) => void): () => void {
+export function watchCertificateDir(dir: string, current: CertificateAndKey, changed: (pair: CertificateAndKey) => void, failed: (error: unknown) => void, everyMs = certificateRereadMs): () => void {
   let last = current;
   const timer = setInterval(() => {
     try {
@@ -65,7 +65,7 @@ export function watchCertificateDir(dir: string, current: CertificateAndKey, cha
     } catch (error) {
       failed(error);
     }
-  }, certificateRereadMs);
+  }, everyMs);
   timer.unref();
   return () => clearInterval(timer);
 }
