@@ -22,6 +22,7 @@ import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
 import { isReady, killContainer, operatorNamespace, podGoneWithLog, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
 import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
+import { installScraper } from "../helpers/metrics-reader.ts";
 import { realNodeSkip } from "../helpers/real-node-gate.ts";
 import { kubectlApply, liveObjects, manifestObjects, renderedInstall, stackObjects } from "../helpers/install-objects.ts";
 import { assertReadsThroughRbac } from "../helpers/person.ts";
@@ -77,6 +78,8 @@ after(async () => {
 });
 
 let operatorPod: V1Pod;
+/** A token that may read the operator's /metrics (its ClusterRoleBinding outlives each install's role: bound again by name). */
+const scraper = installScraper(() => cluster!.kubeconfig);
 
 /** The Pod Security level a namespace enforces (its label), if any. */
 const enforcedPodSecurity = async (name: string) => (await core.readNamespace({ name })).metadata?.labels?.["pod-security.kubernetes.io/enforce"];
@@ -273,7 +276,7 @@ test("six Apps created at once at the install's parallelism (3): all Ready, then
   // How many engines ran at once, from the pod's own gauge, while the load lasts.
   const sampling = (async () => {
     while (loading) {
-      const running = metricValue(await podMetrics(operatorPod).catch(() => ""), "appstack_pulumi_operations_running") ?? 0;
+      const running = metricValue(await podMetrics(operatorPod, await scraper()).catch(() => ""), "appstack_pulumi_operations_running") ?? 0;
       mostRunning = Math.max(mostRunning, running);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -413,7 +416,7 @@ const buildInfo = (metrics: string) => /^appstack_build_info\{version="([^"]*)"/
 
 test("an upgrade to another build (an image of APPSTACK_VERSION 0.1.1, `pulumi up` with appstack:image=appstack:0.1.1): the pod recreated on it, every object still Ready, nothing applied again", { skip, timeout: 900_000 }, async () => {
   // The pod of the test before has been through both objects: what it would apply is applied.
-  const oldMetrics = await podFirstPassDone(operatorPod, upgraded.length);
+  const oldMetrics = await podFirstPassDone(operatorPod, await scraper(), upgraded.length);
   assert.equal(buildInfo(oldMetrics), "0.1.0", oldMetrics);
   const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
   const stateFolder = volumeHostPath(await core.readPersistentVolume({ name: claim.spec!.volumeName! }));
@@ -445,7 +448,7 @@ test("an upgrade to another build (an image of APPSTACK_VERSION 0.1.1, `pulumi u
   figure(`upgrade to another build: pulumi up to the new operator pod Ready ${secondsSince(started)} s`);
   await assertReplaced(old, operatorPod);
 
-  const metrics = await podFirstPassDone(operatorPod, upgraded.length);
+  const metrics = await podFirstPassDone(operatorPod, await scraper(), upgraded.length);
   assert.equal(buildInfo(metrics), "0.1.1", metrics);
   assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
   assert.deepEqual(await settled(stateFolder), before);
@@ -587,7 +590,7 @@ test("the rendered install (`appstack manifests`, applied with `kubectl apply --
   await kubectlApply(cluster!.kubeconfig, file);
   operatorPod = await operatorPodOn("appstack:0.1.1", [operatorPod.metadata!.name!]);
   figure(`rendered install upgraded: kubectl apply to the new operator pod Ready ${secondsSince(started)} s`);
-  const metrics = await podFirstPassDone(operatorPod, 1);
+  const metrics = await podFirstPassDone(operatorPod, await scraper(), 1);
   assert.equal(buildInfo(metrics), "0.1.1", metrics);
   assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
   const app = await workloads.ready("App", namespace, "rendered", waitMs);
