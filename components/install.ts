@@ -75,6 +75,8 @@ export const operatorName = "appstack-operator";
 const statePath = "/var/lib/appstack";
 /** Where backendCaSecret's bundle is mounted. */
 const backendCaPath = "/etc/appstack/backend-ca";
+/** Where the passphrase's Secret is mounted: a file, not an environment variable (which `kubectl describe`, a crash dump or a child process would see). */
+const passphrasePath = "/etc/appstack/passphrase";
 const healthPort = 8081;
 /** Keeps the operator's rights in a watched namespace while appstack objects there have finalizers (operator/controller/binding-guard.ts). */
 export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
@@ -154,7 +156,8 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     ...(args.backendUrl || args.backendSecret ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: fromSecret(args.backendSecret ?? secretName, "backendUrl") }] : []),
     // libpq's variable for the URL's sslrootcert: Pulumi's driver and the operator's reads take it alike.
     ...(args.backendCaSecret ? [{ name: "PGSSLROOTCERT", value: `${backendCaPath}/ca.crt` }] : []),
-    { name: "APPSTACK_PASSPHRASE", valueFrom: fromSecret(args.passphraseSecret ?? secretName, "passphrase") },
+    // The Secret's passphrase key, mounted by passphraseVolumes.
+    { name: "APPSTACK_PASSPHRASE_FILE", value: `${passphrasePath}/passphrase` },
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
     ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
@@ -194,6 +197,14 @@ export function backendCaVolumes(args: AppstackInstallArgs): { volumes: k8s.type
   return {
     volumes: [{ name: "backend-ca", secret: { secretName: args.backendCaSecret, items: [{ key: "ca.crt", path: "ca.crt" }] } }],
     mounts: [{ name: "backend-ca", mountPath: backendCaPath, readOnly: true }],
+  };
+}
+
+/** The passphrase's Secret (the user's, or the one the install makes: `secretName`) as a read-only file that APPSTACK_PASSPHRASE_FILE names. */
+export function passphraseVolumes(args: AppstackInstallArgs, secretName?: pulumi.Input<string>): { volumes: k8s.types.input.core.v1.Volume[]; mounts: k8s.types.input.core.v1.VolumeMount[] } {
+  return {
+    volumes: [{ name: "passphrase", secret: { secretName: args.passphraseSecret ?? secretName ?? "", items: [{ key: "passphrase", path: "passphrase" }] } }],
+    mounts: [{ name: "passphrase", mountPath: passphrasePath, readOnly: true }],
   };
 }
 
@@ -303,7 +314,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
       subjects: subject,
     }, { parent: this });
     const secret = configuredSecret(name, args, meta, this);
-    const volumes = [...backendCa.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
+    const passphrase = passphraseVolumes(args, secret?.metadata.name);
+    const volumes = [...backendCa.volumes, ...passphrase.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
     const deployment = new k8s.apps.v1.Deployment(`${name}-operator`, {
       metadata: meta,
       spec: {
@@ -324,7 +336,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },
               resources: args.resources ?? defaultResources,
               securityContext: operatorSecurityContext,
-              volumeMounts: [...operatorMounts, ...backendCa.mounts],
+              volumeMounts: [...operatorMounts, ...backendCa.mounts, ...passphrase.mounts],
             }],
             volumes,
             // Let running Pulumi operations finish (APPSTACK_SHUTDOWN_GRACE_SECONDS, 60) before SIGKILL.

@@ -135,14 +135,30 @@ function positiveInt(text: string | undefined, fallback: number, what: string): 
  * state; any other backend must be given one, or its secrets could not be read after a restart.
  */
 function passphrase(env: Env, stateDir: string, localBackend: boolean, readOnly: boolean): string {
-  const given = env["APPSTACK_PASSPHRASE"] ?? env["PULUMI_CONFIG_PASSPHRASE"];
+  const given = (env["APPSTACK_PASSPHRASE"] ?? env["PULUMI_CONFIG_PASSPHRASE"]) || passphraseFromFile(env);
   if (given) return given;
-  if (!localBackend) throw new Error("set APPSTACK_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE) to encrypt stack secrets");
+  if (!localBackend) throw new Error("set APPSTACK_PASSPHRASE_FILE or APPSTACK_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE or PULUMI_CONFIG_PASSPHRASE) to encrypt stack secrets");
   const file = join(stateDir, "passphrase");
   // Read-only with no file: no operator has used this folder, so no stack needs the passphrase.
   if (readOnly && !existsSync(file)) return "";
   if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("base64url"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
+}
+
+/**
+ * The passphrase from the file a variable names (the install mounts its Secret there, so that it is
+ * no environment variable of the pod), as Pulumi's PULUMI_CONFIG_PASSPHRASE_FILE reads one: every
+ * byte as written, a final newline included, which is what the Secret's key held when it was given
+ * as a variable. A variable with the passphrase itself wins (a person's shell, `npm start`).
+ */
+function passphraseFromFile(env: Env): string | undefined {
+  const file = env["APPSTACK_PASSPHRASE_FILE"] || env["PULUMI_CONFIG_PASSPHRASE_FILE"];
+  if (!file) return undefined;
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    throw new Error(`the passphrase file ${file} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";

@@ -91,7 +91,10 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   assert.equal(container?.image, "appstack:test");
   assert.equal(container?.readinessProbe?.httpGet?.path, "/readyz");
   assert.equal(container?.livenessProbe?.httpGet?.path, "/healthz");
-  assert.ok(container?.env?.some((e) => e.name === "APPSTACK_PASSPHRASE" && e.valueFrom?.secretKeyRef?.name === "appstack-operator-passphrase"));
+  // The passphrase as a file of the install's Secret, not a variable.
+  assert.equal(container?.env?.find((e) => e.name === "APPSTACK_PASSPHRASE_FILE")?.value, "/etc/appstack/passphrase/passphrase");
+  assert.equal(deployment.spec?.template.spec?.volumes?.find((volume) => volume.name === "passphrase")?.secret?.secretName, "appstack-operator-passphrase");
+  assert.ok(container?.volumeMounts?.some((mount) => mount.name === "passphrase" && mount.mountPath === "/etc/appstack/passphrase" && mount.readOnly));
   // The state volume is ReadWriteOnce: an upgrade's new pod must not wait for the old pod's volume.
   assert.deepEqual(strategyOf(deployment), ["Recreate", undefined, undefined]);
   const secret = await core.readNamespacedSecret({ name: "appstack-operator-passphrase", namespace: "appstack-system" });

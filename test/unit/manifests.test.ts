@@ -43,9 +43,13 @@ test("a rendered install holds every object of the install in the order kubectl 
   // No Secret: the passphrase comes from the user's.
   assert.ok(!objects.some((object) => object.kind === "Secret"), names.join(", "));
   const deployment = objects.find((object) => object.kind === "Deployment")!;
-  const container = (deployment.spec as { template: { spec: { containers: { image: string; env: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] } } }).template.spec.containers[0]!;
+  const podSpec = (deployment.spec as { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[]; containers: { image: string; env: { name: string; value?: string; valueFrom?: unknown }[] }[] } } }).template.spec;
+  const container = podSpec.containers[0]!;
   assert.equal(container.image, "registry.example/appstack:0.1.0");
-  assert.deepEqual(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE")?.valueFrom, { secretKeyRef: { name: "team-credentials", key: "passphrase" } });
+  // The user's Secret, mounted as a file: no variable holds the passphrase.
+  assert.equal(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE"), undefined);
+  assert.equal(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE_FILE")?.value, "/etc/appstack/passphrase/passphrase");
+  assert.equal(podSpec.volumes.find((volume) => volume.name === "passphrase")?.secret?.secretName, "team-credentials");
   // Off by default: no metrics per object, no metrics Service, no ServiceMonitor.
   assert.equal(container.env.find((e) => e.name === "APPSTACK_OBJECT_METRICS"), undefined);
   assert.ok(!objects.some((object) => object.kind === "Service" || object.kind === "ServiceMonitor"), names.join(", "));
