@@ -27,6 +27,7 @@ const install = new AppstackInstall("appstack", {
   objectMetrics: config.getBoolean("objectMetrics"),
   serviceMonitor: config.getBoolean("serviceMonitor"),
   defaultServiceAccount: config.get("defaultServiceAccount") || undefined,
+  networkPolicy: config.getBoolean("networkPolicy"),
 });
 
 export const namespace = install.namespace;

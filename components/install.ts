@@ -7,6 +7,7 @@ import { isPostgresUrl, sharedBackendRefusal } from "../operator/base/shared-bac
 import { admissionPolicies } from "./admission-policies.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
+import { operatorNetworkPolicy } from "./network-policy.ts";
 
 export interface AppstackInstallArgs {
   /** Namespace of the operator. Default appstack-system. */
@@ -69,6 +70,12 @@ export interface AppstackInstallArgs {
    * impersonate ServiceAccounts and only read Deployments and Services. Default: off.
    */
   readonly defaultServiceAccount?: string;
+  /**
+   * A NetworkPolicy for the operator's pods (components/network-policy.ts): egress only to DNS, the
+   * API server's ports and the database's, ingress only to the health port (/metrics). Needs a
+   * network plugin that enforces NetworkPolicy. Default false.
+   */
+  readonly networkPolicy?: boolean;
 }
 
 export const operatorName = "appstack-operator";
@@ -264,6 +271,12 @@ function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, s
   }, { parent, dependsOn: [service] });
 }
 
+/** What the install makes only when asked: the metrics Service and its ServiceMonitor, the operator's NetworkPolicy. */
+function optionalParts(name: string, args: AppstackInstallArgs, meta: Meta, podLabels: Record<string, string>, parent: pulumi.Resource): void {
+  if (args.serviceMonitor) metricsMonitoring(name, meta, podLabels, parent);
+  if (args.networkPolicy) operatorNetworkPolicy(name, meta, { podLabels, healthPort, backendUrl: args.backendUrl, backendSecret: !!args.backendSecret }, parent);
+}
+
 export class AppstackInstall extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
   public readonly serviceAccount: pulumi.Output<string>;
@@ -345,7 +358,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
         },
       },
     }, { parent: this, dependsOn: [crds] });
-    if (args.serviceMonitor) metricsMonitoring(name, meta, labels, this);
+    optionalParts(name, args, meta, labels, this);
     this.namespace = namespace;
     this.serviceAccount = account.metadata.name;
     this.deployment = deployment.metadata.name;

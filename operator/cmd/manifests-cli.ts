@@ -24,6 +24,7 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
   --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
   --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)
+  --network-policy true|false   a NetworkPolicy for the operator's pods: egress to DNS, the API server and the database, ingress to /metrics
   --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)`;
 
 /** Each flag and the install option (`appstack:<key>`) it sets. */
@@ -40,6 +41,7 @@ export const manifestsOptions = {
   "pod-start-timeout-seconds": "podStartTimeoutSeconds",
   "object-metrics": "objectMetrics",
   "service-monitor": "serviceMonitor",
+  "network-policy": "networkPolicy",
   "default-service-account": "defaultServiceAccount",
 } as const;
 
@@ -50,7 +52,7 @@ export const manifestsFlags = {
 } as const;
 
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
-const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "ServiceMonitor"];
+const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "NetworkPolicy", "ServiceMonitor"];
 
 export async function runManifestsCli(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, manifestsFlags, manifestsUsage);

@@ -227,3 +227,23 @@ test("the install program (index.ts) refuses more than one replica on a backend 
   pulumi.runtime.setAllConfig({ "appstack:replicas": "2", "appstack:backendUrl": "s3://bucket", "appstack:passphrase": "p" }, ["appstack:backendUrl", "appstack:passphrase"]);
   await assert.rejects(import("../../index.ts"), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\), not s3:\/\//);
 });
+
+test("networkPolicy: none unless asked; asked, one that selects the operator's pods, lets in the health port and lets out DNS, the API server and the database", async () => {
+  const plain = new install.AppstackInstall("no-policy", { passphrase: "p" });
+  await inputsOf(plain, "kubernetes:apps/v1:Deployment", "no-policy-operator");
+  assert.ok(!registered.some((r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy" && r.name === "no-policy-network-policy"));
+  const fenced = new install.AppstackInstall("fenced", { passphrase: "p", backendUrl: "postgres://appstack:pw@db.example:6543/appstack", networkPolicy: true });
+  const policy = await inputsOf(fenced, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "fenced-network-policy");
+  const labels = { "app.kubernetes.io/name": "appstack-operator", "app.kubernetes.io/instance": "fenced", "app.kubernetes.io/part-of": "appstack" };
+  assert.deepEqual(policy["spec"], {
+    podSelector: { matchLabels: labels },
+    policyTypes: ["Ingress", "Egress"],
+    ingress: [{ ports: [{ protocol: "TCP", port: 8081 }] }],
+    egress: [
+      { ports: [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }] },
+      { ports: [{ protocol: "TCP", port: 443 }, { protocol: "TCP", port: 6443 }] },
+      { ports: [{ protocol: "TCP", port: 6543 }] },
+    ],
+  });
+  assert.equal((policy["metadata"] as { namespace: string }).namespace, "appstack-system");
+});
