@@ -146,16 +146,21 @@ function passphrase(env: Env, stateDir: string, localBackend: boolean, readOnly:
 }
 
 /**
- * The passphrase from the file a variable names (the install mounts its Secret there, so that it is
- * no environment variable of the pod), as Pulumi's PULUMI_CONFIG_PASSPHRASE_FILE reads one: every
- * byte as written, a final newline included, which is what the Secret's key held when it was given
- * as a variable. A variable with the passphrase itself wins (a person's shell, `npm start`).
+ * The passphrase from the file a variable names; a variable with the passphrase itself wins (a
+ * person's shell, `npm start`). APPSTACK_PASSPHRASE_FILE, where the install mounts its Secret so
+ * that no variable of the pod holds it, is read byte for byte, a final newline included: that is
+ * what the Secret's key gave the operator when the install passed it as a variable, and what its
+ * stacks are encrypted with. PULUMI_CONFIG_PASSPHRASE_FILE is read as Pulumi reads it, with the
+ * white space around it trimmed, so that stacks made by the Pulumi CLI with that file open.
  */
 function passphraseFromFile(env: Env): string | undefined {
-  const file = env["APPSTACK_PASSPHRASE_FILE"] || env["PULUMI_CONFIG_PASSPHRASE_FILE"];
+  const own = env["APPSTACK_PASSPHRASE_FILE"];
+  const pulumis = env["PULUMI_CONFIG_PASSPHRASE_FILE"];
+  const file = own || pulumis;
   if (!file) return undefined;
   try {
-    return readFileSync(file, "utf8");
+    const text = readFileSync(file, "utf8");
+    return own ? text : text.trim();
   } catch (error) {
     throw new Error(`the passphrase file ${file} cannot be read: ${(error as Error).message}`, { cause: error });
   }

@@ -45,13 +45,13 @@ test("bad settings are refused with the setting's name", () => {
   assert.equal(loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "p" }).passphrase, "p");
 });
 
-test("the passphrase from the file APPSTACK_PASSPHRASE_FILE or PULUMI_CONFIG_PASSPHRASE_FILE names, byte for byte; the passphrase itself in a variable wins", () => {
+test("the passphrase from the file APPSTACK_PASSPHRASE_FILE names, byte for byte, or PULUMI_CONFIG_PASSPHRASE_FILE, trimmed as Pulumi reads it; the passphrase itself in a variable wins", () => {
   const file = join(stateDir, "mounted-passphrase");
   writeFileSync(file, "from-the-secret\n");
   const shared = { APPSTACK_STATE_DIR: stateDir, APPSTACK_BACKEND_URL: "s3://bucket" };
   // As the Secret's key holds it: a final newline is part of the passphrase, as it was in the variable.
   assert.equal(loadConfig({}, { ...shared, APPSTACK_PASSPHRASE_FILE: file }).passphrase, "from-the-secret\n");
-  assert.equal(loadConfig({}, { ...shared, PULUMI_CONFIG_PASSPHRASE_FILE: file }).passphrase, "from-the-secret\n");
+  assert.equal(loadConfig({}, { ...shared, PULUMI_CONFIG_PASSPHRASE_FILE: file }).passphrase, "from-the-secret");
   assert.equal(loadConfig({}, { ...shared, APPSTACK_PASSPHRASE_FILE: file, APPSTACK_PASSPHRASE: "local" }).passphrase, "local");
   assert.throws(() => loadConfig({}, { ...shared, APPSTACK_PASSPHRASE_FILE: join(stateDir, "absent") }), /the passphrase file .*absent cannot be read/);
 });
