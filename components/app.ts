@@ -4,7 +4,7 @@ import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { envSchema, imageSchema, resourcesSchema } from "../crds/fields.ts";
 import { stringEnum, Type } from "../crds/schema-kit.ts";
-import { podSecurityField } from "../crds/spec-fields.ts";
+import { automountServiceAccountTokenField, podSecurityField } from "../crds/spec-fields.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
@@ -34,6 +34,8 @@ const appFields = {
   resources: Type.Optional(resourcesSchema),
   // Baseline: an App's image may need root (nginx binds port 80 as root).
   podSecurity: podSecurityField("Baseline"),
+  // An App's image may be a client of the API; a Memcached's never is, so only the App asks.
+  automountServiceAccountToken: automountServiceAccountTokenField(),
 };
 
 export type App = ObjectOf<typeof appFields>;
