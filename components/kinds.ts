@@ -17,7 +17,7 @@ import { appKind } from "./app.ts";
 import type { ChildKind } from "./child-kind.ts";
 import { memcachedKind } from "./memcached.ts";
 import { ownerOf, selectorLabels } from "./metadata.ts";
-import { declaredKind, type ChildManifest, type WorkloadDescription } from "./workload.ts";
+import { declaredChildren, type ChildManifest, type WorkloadDescription } from "./workload.ts";
 
 /** What the registry derives from the kinds, once, at its first read. */
 interface Registry {
@@ -142,8 +142,5 @@ export function podSelector(object: Workload): Record<string, string> {
  * definition does not declare is refused here, before anything is applied, naming the kind.
  */
 export function childManifests(object: Workload): ChildManifest[] {
-  const definition = describe(object);
-  const children = definition.children(ownerOf(object), object.spec);
-  for (const child of children) declaredKind(definition.childKinds, `${object.kind} ${object.metadata.namespace}/${object.metadata.name}`, child.kind);
-  return children;
+  return declaredChildren(describe(object), ownerOf(object), object.spec);
 }

@@ -33,6 +33,16 @@ export function declaredKind<Ks extends readonly ChildKind[]>(kinds: Ks, owner: 
 }
 
 /**
+ * `definition`'s children for `owner` with `spec`: what its component applies. A child of a kind
+ * the definition does not declare is refused here, before anything is applied, naming the kind.
+ */
+export function declaredChildren<W extends Workload>(definition: WorkloadDescription<W>, owner: Owner, spec: W["spec"]): ChildManifest[] {
+  const children = definition.children(owner, spec);
+  for (const child of children) declaredKind(definition.childKinds, `${owner.kind} ${owner.namespace}/${owner.name}`, child.kind);
+  return children;
+}
+
+/**
  * Declares `children` (a kind's description lists them: the one list of what it has, which the
  * ownership check reads too) as Pulumi resources named `name` under `parent`, in their order, each
  * as its kind among `kinds` (the definition's childKinds) declares it.
