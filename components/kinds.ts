@@ -43,7 +43,7 @@ export function registerKind<W extends Workload>(definition: WorkloadDescription
   const names = (api: WorkloadDescription<Workload>["api"]) => [api.kind.toLowerCase(), api.plural, ...(api.shortNames ?? [])];
   const taken = registered.find((other) => names(other.api).some((name) => names(definition.api).includes(name)));
   if (taken) throw new Error(`kind ${kind}: its kind, plural or a short name is ${taken.api.kind}'s already`);
-  registered.push(definition as unknown as WorkloadDescription<Workload>);
+  registered.push(definition);
 }
 
 registerKind(appKind);

@@ -19,6 +19,8 @@ const { CacheSyncTimeout, Watcher } = await import("../../operator/controller/wa
 const { apiClient } = await import("../../operator/kube/clients.ts");
 const { ChildObjectApi } = await import("../../operator/kube/child-apis.ts");
 const { createLogger } = await import("../../operator/base/log.ts");
+const { additions } = await import("../../operator/controller/additions.ts");
+const { handOver } = await import("../../operator/controller/handover.ts");
 const { silentServer } = await import("../helpers/silent-api-server.ts");
 const { AppsV1Api, CoreV1Api, CustomObjectsApi } = await import("@kubernetes/client-node");
 
@@ -99,4 +101,15 @@ test("a ConfigMap child is the provider's resource of its type, with its apiVers
   assert.deepEqual(configMap.inputs["data"], { greeting: "hi" });
   assert.equal(childKindOfType("kubernetes:core/v1:ConfigMap")?.kind, "ConfigMap");
   assert.deepEqual(childrenIn([{ type: "kubernetes:core/v1:ConfigMap", id: "team-a/hello" }, { type: "kubernetes:core/v1:Secret", id: "team-a/x" }]), [{ kind: "ConfigMap", namespace: "team-a", name: "hello" }]);
+});
+
+test("the drift check reads what any kind of child holds beside metadata and status: a key added to a ConfigMap's data is drift, handed over and removed", () => {
+  const manifest = { metadata: { name: "hello" }, data: { greeting: "hi" } };
+  const applied = { manager: "appstack", operation: "Apply", fieldsType: "FieldsV1", fieldsV1: { "f:metadata": { "f:labels": { "f:team": {} } }, "f:data": { "f:greeting": {} } } };
+  const edit = { manager: "kubectl-patch", operation: "Update", fieldsType: "FieldsV1", fieldsV1: { "f:metadata": { "f:annotations": { "f:note": {} } }, "f:data": { "f:extra": {} } } };
+  assert.deepEqual(additions(manifest, [applied, edit], "appstack"), ["data.extra: added by kubectl-patch"]);
+  const handed = handOver([applied, edit], "appstack");
+  assert.deepEqual(handed?.[0]?.fieldsV1, { "f:metadata": { "f:labels": { "f:team": {} } }, "f:data": { "f:greeting": {}, "f:extra": {} } });
+  // The editor keeps its metadata.
+  assert.deepEqual(handed?.[1]?.fieldsV1, { "f:metadata": { "f:annotations": { "f:note": {} } } });
 });
