@@ -3,17 +3,34 @@
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { envSchema, imageSchema, resourcesSchema } from "../crds/fields.ts";
-import { Type } from "../crds/schema-kit.ts";
+import { stringEnum, Type } from "../crds/schema-kit.ts";
 import { podSecurityField } from "../crds/spec-fields.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
 import { deploymentChild, serviceChild } from "./child-kind.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
 
+/** How the kubelet tells that an App's pod serves on its port (manifests.ts appReadinessProbe). */
+export const readinessProbeTypes = ["TCP", "HTTP", "None"] as const;
+
+function readinessProbeSchema() {
+  return Type.Object({
+    type: stringEnum(readinessProbeTypes, {
+      default: "TCP",
+      description: "TCP (the default): a pod is ready once a connection to the port succeeds. HTTP: once a GET of path answers 200 to 399. None: no readiness probe; a pod is ready as soon as its container runs, before its server may listen.",
+    }),
+    path: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: "^/", description: "The path the HTTP probe gets (default /). Only with type HTTP." })),
+  }, {
+    description: "The readiness probe of the App's container on spec.port, probed every 2 s. Without a port there is no probe. The App is Ready once its Service routes to every ready pod, so a request right after `kubectl wait --for=condition=Ready` is served.",
+    "x-kubernetes-validations": [{ rule: "!has(self.path) || self.type == 'HTTP'", message: "path is only for a readinessProbe of type HTTP" }],
+  });
+}
+
 const appFields = {
   image: imageSchema(),
   replicas: Type.Integer({ format: "int32", default: 1, minimum: 0, maximum: 1000, description: "Number of pods (kubectl scale changes it)." }),
   port: Type.Optional(Type.Integer({ format: "int32", minimum: 1, maximum: 65535, description: "When set, the container exposes it and a ClusterIP Service named after the App routes to it." })),
+  readinessProbe: Type.Optional(readinessProbeSchema()),
   env: Type.Optional(envSchema),
   resources: Type.Optional(resourcesSchema),
   // Baseline: an App's image may need root (nginx binds port 80 as root).

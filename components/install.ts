@@ -8,6 +8,7 @@ import { admissionPolicies } from "./admission-policies.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
 import { childKinds } from "./kinds.ts";
+import { metricsAccess } from "./metrics-access.ts";
 
 export interface AppstackInstallArgs {
   /** Namespace of the operator. Default appstack-system. */
@@ -59,10 +60,18 @@ export interface AppstackInstallArgs {
   readonly objectMetrics?: boolean;
   /**
    * A Service for the operator's metrics and a Prometheus operator ServiceMonitor
-   * (monitoring.coreos.com/v1) that scrapes every replica through it. Needs the Prometheus
-   * operator's CRDs in the cluster. Default false.
+   * (monitoring.coreos.com/v1) that scrapes every replica through it, over HTTPS with the
+   * Prometheus ServiceAccount's token (bind it to the metrics-reader ClusterRole). Needs the
+   * Prometheus operator's CRDs in the cluster. Default false.
    */
   readonly serviceMonitor?: boolean;
+  /**
+   * A kubernetes.io/tls Secret in the operator's namespace (tls.crt, tls.key; ca.crt for the
+   * ServiceMonitor to verify it) for the metrics server, mounted read-only and named by
+   * APPSTACK_METRICS_CERT_DIR. Its certificate names `appstack-operator-metrics.<namespace>.svc`.
+   * Default: the operator makes a self-signed one at start, in memory.
+   */
+  readonly metricsCertSecret?: string;
   /**
    * Tenant identities (APPSTACK_DEFAULT_SERVICE_ACCOUNT, docs/security.md#tenant-identities): each
    * object's children are written as a ServiceAccount of its namespace, the one its
@@ -77,6 +86,10 @@ const statePath = "/var/lib/appstack";
 /** Where backendCaSecret's bundle is mounted. */
 const backendCaPath = "/etc/appstack/backend-ca";
 const healthPort = 8081;
+/** /metrics, over HTTPS: kubebuilder's scaffolds' port. */
+const metricsPort = 8443;
+/** Where metricsCertSecret is mounted. */
+const metricsCertPath = "/etc/appstack/metrics-cert";
 /** Keeps the operator's rights in a watched namespace while appstack objects there have finalizers (operator/controller/binding-guard.ts). */
 export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
 
@@ -131,6 +144,8 @@ export function operatorRules(rbacBinding?: string, tenantIdentities = false): k
     ...childKinds().map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [kind.plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
     ...(tenantIdentities ? [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }] : []),
     { apiGroups: [""], resources: ["pods"], verbs: observe },
+    // Ready waits until the children's Services route to every ready pod (operator/controller/service-endpoints.ts).
+    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: observe },
     { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     // Only to tell whether an object's namespace is terminating.
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
@@ -145,6 +160,7 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     // Where the replicas' pods are, whatever the Lease's namespace: a stack lock is judged by them (operator/kube/peer-pods.ts).
     { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
     { name: "APPSTACK_HEALTH_ADDR", value: `:${healthPort}` },
+    ...metricsEnvironment(args),
     { name: "APPSTACK_STATE_DIR", value: statePath },
     { name: "APPSTACK_CONCURRENCY", value: String(args.parallelism ?? 3) },
     ...(args.podStartTimeoutSeconds === undefined ? [] : [{ name: "APPSTACK_POD_START_TIMEOUT_SECONDS", value: String(positiveSeconds(args.podStartTimeoutSeconds, "podStartTimeoutSeconds")) }]),
@@ -161,6 +177,14 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
     ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
     ...(args.defaultServiceAccount ? [{ name: "APPSTACK_DEFAULT_SERVICE_ACCOUNT", value: args.defaultServiceAccount }] : []),
+  ];
+}
+
+/** /metrics over HTTPS on its own port, with the certificate of metricsCertSecret if given (else self-signed, made at start). */
+function metricsEnvironment(args: AppstackInstallArgs): k8s.types.input.core.v1.EnvVar[] {
+  return [
+    { name: "APPSTACK_METRICS_ADDR", value: `:${metricsPort}` },
+    ...(args.metricsCertSecret ? [{ name: "APPSTACK_METRICS_CERT_DIR", value: metricsCertPath }] : []),
   ];
 }
 
@@ -199,6 +223,15 @@ export function backendCaVolumes(args: AppstackInstallArgs): { volumes: k8s.type
   };
 }
 
+/** metricsCertSecret's volume and the operator's mount of it (none without it). */
+export function metricsCertVolumes(args: AppstackInstallArgs): { volumes: k8s.types.input.core.v1.Volume[]; mounts: k8s.types.input.core.v1.VolumeMount[] } {
+  if (!args.metricsCertSecret) return { volumes: [], mounts: [] };
+  return {
+    volumes: [{ name: "metrics-cert", secret: { secretName: args.metricsCertSecret, items: [{ key: "tls.crt", path: "tls.crt" }, { key: "tls.key", path: "tls.key" }] } }],
+    mounts: [{ name: "metrics-cert", mountPath: metricsCertPath, readOnly: true }],
+  };
+}
+
 /**
  * A ReadWriteOnce state volume is mounted by one pod at a time: the old pod goes before the new
  * one starts (with a rolling update the new pod, on another node, would wait for the volume the
@@ -233,15 +266,28 @@ function stateVolume(name: string, args: AppstackInstallArgs, meta: Meta, parent
 export const metricsComponent = { "app.kubernetes.io/component": "metrics" };
 
 /**
- * With serviceMonitor: a Service in front of every replica's health port (/metrics is served there
- * with /healthz and /readyz) and a ServiceMonitor that scrapes each replica through it. Each
+ * How Prometheus checks the metrics server's certificate. A certificate Secret's CA verifies it for
+ * the Service's name; without one the certificate is self-signed, made at start, and nothing can
+ * verify it, so verification is skipped, as kubebuilder's scaffolded ServiceMonitor does (its
+ * config/prometheus/monitor.yaml; its cert-manager patch brings the CA instead). The scrape is
+ * encrypted either way, and the token is what admits it.
+ */
+export function metricsTlsConfig(certSecret: string | undefined, namespace: pulumi.Input<string>): Record<string, unknown> {
+  if (!certSecret) return { insecureSkipVerify: true };
+  return { serverName: pulumi.interpolate`${operatorName}-metrics.${namespace}.svc`, ca: { secret: { name: certSecret, key: "ca.crt" } } };
+}
+
+/**
+ * With serviceMonitor: a Service in front of every replica's metrics port and a ServiceMonitor that
+ * scrapes each replica through it, over HTTPS with the token of Prometheus's own ServiceAccount
+ * (kubebuilder's bearerTokenFile), which must be bound to the metrics-reader ClusterRole. Each
  * replica's metrics are its own (a standby's, a shard's), so every endpoint is scraped, not one.
  */
-function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, string>, parent: pulumi.Resource): void {
+function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, string>, certSecret: string | undefined, parent: pulumi.Resource): void {
   const labels = { ...meta.labels, ...metricsComponent };
   const service = new k8s.core.v1.Service(`${name}-metrics`, {
     metadata: { ...meta, name: `${operatorName}-metrics`, labels },
-    spec: { selector: podLabels, ports: [{ name: "metrics", port: healthPort, targetPort: "health", protocol: "TCP" }] },
+    spec: { selector: podLabels, ports: [{ name: "metrics", port: metricsPort, targetPort: "metrics", protocol: "TCP" }] },
   }, { parent });
   new k8s.apiextensions.CustomResource(`${name}-metrics`, {
     apiVersion: "monitoring.coreos.com/v1",
@@ -250,7 +296,13 @@ function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, s
     spec: {
       selector: { matchLabels: labels },
       namespaceSelector: { matchNames: [meta.namespace] },
-      endpoints: [{ port: "metrics", path: "/metrics", scheme: "http" }],
+      endpoints: [{
+        port: "metrics",
+        path: "/metrics",
+        scheme: "https",
+        bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        tlsConfig: metricsTlsConfig(certSecret, meta.namespace),
+      }],
     },
   }, { parent, dependsOn: [service] });
 }
@@ -265,6 +317,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
     checkSecretSources(args);
     const replicas = operatorReplicas(args);
     const backendCa = backendCaVolumes(args);
+    const metricsCert = metricsCertVolumes(args);
     const scoped = (args.watchNamespaces?.length ?? 0) > 0;
     const bindingName = `${operatorName}-${name}`;
     const labels = { "app.kubernetes.io/name": operatorName, "app.kubernetes.io/instance": name, "app.kubernetes.io/part-of": "appstack" };
@@ -287,6 +340,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
     } else {
       new k8s.rbac.v1.ClusterRoleBinding(`${name}-binding`, { metadata: { name: bindingName, labels }, roleRef, subjects: subject }, { parent: this });
     }
+    metricsAccess(operatorName, name, subject, labels, this);
     const leaseRole = new k8s.rbac.v1.Role(`${name}-leases`, {
       metadata: { ...meta, name: `${operatorName}-leader-election` },
       rules: [
@@ -305,7 +359,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
       subjects: subject,
     }, { parent: this });
     const secret = configuredSecret(name, args, meta, this);
-    const volumes = [...backendCa.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
+    const volumes = [...backendCa.volumes, ...metricsCert.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
     const deployment = new k8s.apps.v1.Deployment(`${name}-operator`, {
       metadata: meta,
       spec: {
@@ -321,12 +375,12 @@ export class AppstackInstall extends pulumi.ComponentResource {
               name: "operator",
               image: args.image ?? "appstack:0.1.0",
               env: operatorEnvironment(args, secret?.metadata.name, scoped ? bindingName : undefined),
-              ports: [{ name: "health", containerPort: healthPort }],
+              ports: [{ name: "health", containerPort: healthPort }, { name: "metrics", containerPort: metricsPort }],
               livenessProbe: { httpGet: { path: "/healthz", port: "health" }, periodSeconds: 10 },
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },
               resources: args.resources ?? defaultResources,
               securityContext: operatorSecurityContext,
-              volumeMounts: [...operatorMounts, ...backendCa.mounts],
+              volumeMounts: [...operatorMounts, ...backendCa.mounts, ...metricsCert.mounts],
             }],
             volumes,
             // Let running Pulumi operations finish (APPSTACK_SHUTDOWN_GRACE_SECONDS, 60) before SIGKILL.
@@ -335,7 +389,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
         },
       },
     }, { parent: this, dependsOn: [crds] });
-    if (args.serviceMonitor) metricsMonitoring(name, meta, labels, this);
+    if (args.serviceMonitor) metricsMonitoring(name, meta, labels, args.metricsCertSecret, this);
     this.namespace = namespace;
     this.serviceAccount = account.metadata.name;
     this.deployment = deployment.metadata.name;

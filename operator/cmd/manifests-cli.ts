@@ -24,6 +24,7 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
   --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
   --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)
+  --metrics-cert-secret NAME   a kubernetes.io/tls Secret there for the HTTPS metrics server (default: self-signed, made at start)
   --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)`;
 
 /** Each flag and the install option (`appstack:<key>`) it sets. */
@@ -40,6 +41,7 @@ export const manifestsOptions = {
   "pod-start-timeout-seconds": "podStartTimeoutSeconds",
   "object-metrics": "objectMetrics",
   "service-monitor": "serviceMonitor",
+  "metrics-cert-secret": "metricsCertSecret",
   "default-service-account": "defaultServiceAccount",
 } as const;
 
@@ -68,7 +70,7 @@ export async function runManifestsCli(argv: readonly string[]): Promise<number> 
 /** What the file is and what it needs, for the person who applies it later. */
 function header(shown: readonly string[], flags: Partial<Record<keyof typeof manifestsOptions, string>>): string {
   const namespace = flags.namespace ?? "appstack-system";
-  const secrets = [`${flags["passphrase-secret"]} (key passphrase)`, ...(flags["backend-secret"] ? [`${flags["backend-secret"]} (key backendUrl: a postgres:// URL)`] : []), ...(flags["backend-ca-secret"] ? [`${flags["backend-ca-secret"]} (key ca.crt)`] : [])];
+  const secrets = [`${flags["passphrase-secret"]} (key passphrase)`, ...(flags["backend-secret"] ? [`${flags["backend-secret"]} (key backendUrl: a postgres:// URL)`] : []), ...(flags["backend-ca-secret"] ? [`${flags["backend-ca-secret"]} (key ca.crt)`] : []), ...(flags["metrics-cert-secret"] ? [`${flags["metrics-cert-secret"]} (type kubernetes.io/tls)`] : [])];
   return [
     `# appstack ${buildVersion()}: the install, rendered by \`appstack manifests ${shown.join(" ")}\`.`,
     `# It refers to Secrets you make in namespace ${namespace}: ${secrets.join(", ")}.`,

@@ -54,7 +54,7 @@ const fromPods = fromThePods(podWaiting);
 export const conditionReasons = {
   Available: {
     phases: ["ready"],
-    when: "the spec is applied, every field appstack sets on the live children matches it, nobody else added to their spec, and the rollout is complete (after a scale-down, once the extra pods are gone)",
+    when: "the spec is applied, every field appstack sets on the live children matches it, nobody else added to their spec, the rollout is complete (after a scale-down, once the extra pods are gone), and each of its Services routes to every ready pod",
     todo: "nothing",
   },
   Applying: { phases: ["progressing"], when: "`pulumi up` runs: a new object, a changed spec, an approved plan, or a new version of the operator's program", todo: "wait; the message says what is applied" },
@@ -65,6 +65,11 @@ export const conditionReasons = {
     phases: ["progressing"],
     when: "the Deployment rolls out, as `kubectl rollout status` reads it: replicas to update or to become available, old ones terminating, extra ones going after a scale-down",
     todo: "wait; the pods' own reason replaces this one when they cannot start",
+  },
+  EndpointsPending: {
+    phases: ["progressing"],
+    when: "the rollout is complete but a Service of the object does not route to every ready pod yet: its EndpointSlices, which the EndpointSlice controller writes, do not list them all (the message names the Service and how many it lists), or changed less than `APPSTACK_PROXY_SYNC_MS` ago, the time kube-proxy may take to apply them ([Configuration](configuration.md))",
+    todo: "wait; usually gone within a second or two. If it stays, check that kube-controller-manager runs (`kubectl get endpointslices -l kubernetes.io/service-name=NAME`)",
   },
   Unschedulable: {
     phases: ["progressing"],

@@ -36,6 +36,7 @@ import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 import { defaultPodStartTimeoutMs, rolloutPhase, stackStatusOf } from "./status.ts";
+import { defaultProxySyncMs } from "./service-endpoints.ts";
 import { actingUser, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
@@ -67,6 +68,8 @@ export interface ReconcilerDeps {
   readonly shard?: ShardFence;
   /** How long a pod may fail to start before its object is Stalled (APPSTACK_POD_START_TIMEOUT_SECONDS); two minutes by default. */
   readonly podStartTimeoutMs?: number;
+  /** How long Ready waits for service proxies to apply a change of EndpointSlices (APPSTACK_PROXY_SYNC_MS); kube-proxy's default minSyncPeriod by default. */
+  readonly proxySyncMs?: number;
   /** Tenant identities (tenancy.ts, APPSTACK_DEFAULT_SERVICE_ACCOUNT): undefined, the operator's own rights write the children. */
   readonly tenancy?: Tenancy | undefined;
   /** Namespaces the operator never acts in (excluded-namespaces.ts, APPSTACK_EXCLUDED_NAMESPACES). */
@@ -99,9 +102,9 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard, podStartTimeoutMs = defaultPodStartTimeoutMs, tenancy } = deps;
+    const { clients, watcher, driver, plans, events, log, backoff, bindingGuard, podStartTimeoutMs = defaultPodStartTimeoutMs, proxySyncMs = defaultProxySyncMs, tenancy } = deps;
     const children = new Children(clients, watcher, tenancy);
-    const reporter = new Reporter({ clients, watcher, children, events, log, backoff, podStartTimeoutMs, tenancy });
+    const reporter = new Reporter({ clients, watcher, children, events, log, backoff, podStartTimeoutMs, proxySyncMs, tenancy });
     const ownership = new Ownership({ children, driver, events });
     this.children = children;
     this.reporter = reporter;

@@ -3,11 +3,11 @@
 // when the next attempt comes. It keeps the last status it wrote per object, which is fresher than
 // the watch cache right after a write, until the cache shows that status or another writer's.
 import { isDeepStrictEqual } from "node:util";
-import type { V1Deployment } from "@kubernetes/client-node";
-import { podSelector } from "../../components/kinds.ts";
+import type { V1Deployment, V1Pod, V1Service } from "@kubernetes/client-node";
+import { childManifests, podSelector } from "../../components/kinds.ts";
 import { selectorString } from "../../components/metadata.ts";
 import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
-import type { Children, Observed } from "./children.ts";
+import { isControlledBy, type Children, type Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
 import { describeDrift } from "./drift.ts";
 import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
@@ -19,6 +19,7 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
 import { computeStatus, rolloutPhase, stackStatusOf, withPodTrouble, writeStatus } from "./status.ts";
+import { withServiceEndpoints } from "./service-endpoints.ts";
 import { explainedFailure, isForbidden, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
@@ -48,6 +49,8 @@ export interface ReporterDeps {
   readonly backoff: (key: string) => Backoff;
   /** How long a pod may fail to start (image pull, crash loop, config error) before the object is Stalled. */
   readonly podStartTimeoutMs: number;
+  /** How long Ready waits for service proxies to apply a change of the Services' EndpointSlices (service-endpoints.ts). */
+  readonly proxySyncMs: number;
   /** Tenant identities (tenancy.ts): a failure to act as the object's ServiceAccount is explained. */
   readonly tenancy?: Tenancy | undefined;
 }
@@ -206,6 +209,18 @@ export class Reporter {
     return { outcome: "locked", requeueAfterMs: busyRetryMs };
   }
 
+  /** `phase`, held back from Ready until the object's Services route to its ready pods (service-endpoints.ts). */
+  private served(object: Workload, phase: Phase, pods: readonly V1Pod[]): { phase: Phase; recheckInMs?: number } {
+    if (phase.kind !== "ready") return { phase };
+    const { namespace } = object.metadata;
+    const { watcher, proxySyncMs } = this.deps;
+    const services = childManifests(object)
+      .filter((child) => child.kind === "Service")
+      .map((child) => watcher.child("Service", namespace, child.name))
+      .filter((live): live is V1Service => live !== undefined && isControlledBy(live, object));
+    return withServiceEndpoints(phase, pods, { services, slicesOf: (service) => watcher.endpointSlicesOf(service), lastChange: (slices) => watcher.endpointsChangedAt(slices), proxySyncMs });
+  }
+
   /**
    * Writes the status of `phase`, refined by what the pods say. Returns a requeue when the pods
    * that cannot start will have waited out the bound: the object then reads Stalled even if no
@@ -215,9 +230,12 @@ export class Reporter {
     const selector = podSelector(object);
     // Pods count only under the object's own Deployment: never another object's.
     const pods = deployment ? this.deps.watcher.podsOf(object.metadata.namespace, selector).filter((pod) => !pod.metadata?.deletionTimestamp) : [];
-    const { phase: refined, recheckInMs } = withPodTrouble(phase, pods, this.deps.podStartTimeoutMs);
-    // Operation failures record their own Events; a rollout that cannot go on is said here.
-    if (refined.kind === "stalled" || (refined.kind === "progressing" && refined !== phase)) this.deps.events.record(object, "Warning", refined.reason, refined.message);
+    const { phase: troubled, recheckInMs: troubleRecheckMs } = withPodTrouble(phase, pods, this.deps.podStartTimeoutMs);
+    const { phase: refined, recheckInMs: routingRecheckMs } = this.served(object, troubled, pods);
+    const recheckInMs = troubleRecheckMs ?? routingRecheckMs;
+    // Operation failures record their own Events; a rollout that cannot go on is said here (a
+    // Service that does not route yet is no trouble: it passes by itself).
+    if (troubled.kind === "stalled" || (troubled.kind === "progressing" && troubled !== phase)) this.deps.events.record(object, "Warning", troubled.reason, troubled.message);
     // An error's text may quote the backend URL (Pulumi's do), password included.
     const uid = object.metadata.uid;
     const handledRequest = this.handledRequests.get(uid)?.requestedAt;

@@ -2,10 +2,10 @@
 // enqueue the owning object's key; the reconciler reads everything else from these caches. A child's
 // status-only change leaves a key in backoff to its retry (child-events.ts). An object's change that
 // may end or begin another's wait (spec.dependsOn) queues that other object (dependencies.ts).
-import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
+import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from "@kubernetes/client-node";
 import { childPath, resourcePath } from "../../crds/child-kinds.ts";
 import { childKinds, workloadKinds, pluralOf } from "../../components/kinds.ts";
-import { managedBy, managedByLabel } from "../../components/metadata.ts";
+import { instanceLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
 import { apiVersion, group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { RestartingInformer, type Cached, type FailurePhase } from "../kube/restarting-informer.ts";
@@ -13,7 +13,8 @@ import { timedOut, withinDeadline } from "../base/deadline.ts";
 import type { Logger } from "../base/log.ts";
 import { childEvents, onlyFor, type WorkSink } from "./child-events.ts";
 import { DependencyIndex } from "./dependencies.ts";
-import { PodIndex } from "./pod-index.ts";
+import { InstanceIndex } from "./instance-index.ts";
+import { EndpointChanges, serviceNameLabel } from "./service-endpoints.ts";
 import { isForbidden, NamespaceAvailability, unreadableRetryMs } from "./namespace-availability.ts";
 import { shardDrainLabel, shardOwnerLabel } from "./shard-labels.ts";
 
@@ -63,7 +64,11 @@ export class Watcher {
   private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
   /** By kind of child (every registered kind's, components/kinds.ts). */
   private readonly children = new Map<string, Cached<KubernetesObject>[]>();
-  private readonly pods = new PodIndex();
+  private readonly pods = new InstanceIndex<V1Pod>();
+  /** The EndpointSlices of the children's Services, which carry their labels: Ready waits for them (service-endpoints.ts). */
+  private readonly endpointSlices = new InstanceIndex<V1EndpointSlice>();
+  /** When each slice last changed which pods it routes to. */
+  private readonly endpointChanges = new EndpointChanges();
   /** Per object: the parts of the last event that matter to the reconciler. */
   private readonly seen = new Map<string, string>();
   /** Which objects wait for which (spec.dependsOn): a dependency's change queues its dependants. */
@@ -110,6 +115,13 @@ export class Watcher {
       }
       this.pods.follow(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
         ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true));
+      const slices = { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", labelSelector: managedSelector };
+      const sliceCache = this.childInformer<V1EndpointSlice>(resourcePath(`${slices.group}/${slices.version}`, slices.plural, ns), () =>
+        ns ? clients.custom.listNamespacedCustomObject({ ...slices, namespace: ns }) : clients.custom.listClusterCustomObject(slices), ns, true);
+      const sliceWatch = this.watches.at(-1)!;
+      this.endpointSlices.follow(sliceCache);
+      for (const type of ["add", "update"] as const) sliceCache.on(type, (slice: V1EndpointSlice) => this.endpointChanges.seen(slice, !sliceWatch.settled));
+      sliceCache.on("delete", (slice: V1EndpointSlice) => this.endpointChanges.gone(slice));
     }
   }
 
@@ -280,8 +292,19 @@ export class Watcher {
     return (this.children.get(kind) ?? []).map((informer) => informer.get(name, namespace)).find(Boolean);
   }
 
-  /** The managed pods of `namespace` that `selector` selects (pod-index.ts). */
+  /** The managed pods of `namespace` that `selector` selects (instance-index.ts). */
   podsOf(namespace: string, selector: Record<string, string>): V1Pod[] {
-    return this.pods.podsOf(namespace, selector);
+    return this.pods.select(namespace, selector);
+  }
+
+  /** When any of `slices` last changed which pods it routes to (service-endpoints.ts). */
+  endpointsChangedAt(slices: readonly V1EndpointSlice[]): number {
+    return this.endpointChanges.lastChange(slices);
+  }
+
+  /** The EndpointSlices of one of appstack's Services (instance-index.ts). */
+  endpointSlicesOf(service: V1Service): V1EndpointSlice[] {
+    const { namespace = "", name = "", labels = {} } = service.metadata ?? {};
+    return this.endpointSlices.select(namespace, { [instanceLabel]: labels[instanceLabel] ?? "", [serviceNameLabel]: name });
   }
 }

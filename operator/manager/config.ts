@@ -10,6 +10,7 @@ import { keepSecretsOf } from "../base/redact.ts";
 import { sharedBackendRefusal } from "../base/shared-backend.ts";
 import { defaultHistoryLimit } from "../pulumi/history-retention.ts";
 import { defaultPodStartTimeoutMs } from "../controller/status.ts";
+import { defaultProxySyncMs } from "../controller/service-endpoints.ts";
 import { usableCpus } from "./cpu-quota.ts";
 
 export interface OperatorConfig {
@@ -30,9 +31,11 @@ export interface OperatorConfig {
   readonly logFormat: "json" | "text";
   readonly baseRetryMs: number;
   readonly maxRetryMs: number;
-  /** Where /healthz, /readyz and /metrics listen. */
+  /** Where /healthz and /readyz listen, in plain HTTP for the kubelet; /metrics too when `metrics` is undefined (a loopback address only). */
   readonly healthHost: string;
   readonly healthPort: number;
+  /** /metrics on a server of its own (APPSTACK_METRICS_ADDR); undefined: beside /healthz. */
+  readonly metrics?: MetricsServing;
   /** The Lease that elects one reconciling replica; undefined runs without election. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
   /**
@@ -56,6 +59,8 @@ export interface OperatorConfig {
   readonly resyncMs: number;
   /** How long a pod may fail to start (image pull, crash loop, config error) before its object is Stalled. */
   readonly podStartTimeoutMs: number;
+  /** How long Ready waits for service proxies to apply a change of a Service's EndpointSlices; 0: not at all. */
+  readonly proxySyncMs: number;
   /** How long a new leader waits for every watch to list before it gives up the lease and exits (controller-runtime's CacheSyncTimeout). */
   readonly cacheSyncTimeoutMs: number;
   /** How long the API server keeps one watch open (its `timeoutSeconds`); a watch not ended soon after is taken for a dead connection. */
@@ -70,6 +75,16 @@ export interface OperatorConfig {
    * the operator's own rights write them.
    */
   readonly defaultServiceAccount?: string;
+}
+
+/** Where and how /metrics is served on a server of its own. */
+export interface MetricsServing {
+  readonly host: string;
+  readonly port: number;
+  /** HTTPS, each request authenticated (TokenReview) and authorized (SubjectAccessReview); false only on a loopback address. */
+  readonly secure: boolean;
+  /** A folder with tls.crt and tls.key (a mounted kubernetes.io/tls Secret); undefined: a self-signed certificate made in memory. */
+  readonly certDir?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -102,6 +117,8 @@ export const operatorOptions = {
   "log-level": { type: "string" },
   "log-format": { type: "string" },
   "health-addr": { type: "string" },
+  "metrics-addr": { type: "string" },
+  "metrics-secure": { type: "string" },
   "leader-elect": { type: "string" },
   sharding: { type: "string" },
   "operation-timeout-seconds": { type: "string" },
@@ -114,6 +131,7 @@ export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: 
 
 export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --excluded-namespaces=a,b  --concurrency=N  --state-dir=DIR  --backend-url=URL
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
+  --metrics-addr=HOST:PORT  --metrics-secure=true|false
   --leader-elect=true|false  --sharding=true|false  --operation-timeout-seconds=N  --resync-seconds=N
   --object-metrics=true|false  --default-service-account=NAME
   (each also an environment variable; see docs/configuration.md)`;
@@ -121,6 +139,13 @@ export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --excl
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */
 export interface LoadOptions {
   readonly readOnly?: boolean;
+}
+
+function nonNegativeInt(text: string | undefined, fallback: number, what: string): number {
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${what} must be a whole number, 0 or more, not ${JSON.stringify(text)}`);
+  return value;
 }
 
 function positiveInt(text: string | undefined, fallback: number, what: string): number {
@@ -147,11 +172,35 @@ function passphrase(env: Env, stateDir: string, localBackend: boolean, readOnly:
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
-/** host:port; an empty host means all interfaces, as in Go's flag convention. */
-function healthAddress(text: string): { healthHost: string; healthPort: number } {
+/** host:port; an empty host means all interfaces, as in Go's flag convention; an IPv6 host in brackets. */
+function address(text: string, what: string): { host: string; port: number } {
   const match = /^(.*):(\d+)$/.exec(text);
-  if (!match) throw new Error(`health address must be host:port, not ${JSON.stringify(text)}`);
-  return { healthHost: match[1] || "0.0.0.0", healthPort: Number(match[2]) };
+  if (!match) throw new Error(`${what} must be host:port, not ${JSON.stringify(text)}`);
+  return { host: (match[1] || "0.0.0.0").replace(/^\[(.*)\]$/, "$1"), port: Number(match[2]) };
+}
+
+/** Only this machine's processes (a pod's own containers) reach it. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * Where /healthz, /readyz and /metrics are served. Plain HTTP serves /metrics only on a loopback
+ * address: anywhere else its series (namespaces, object names, errors) would be open to anyone
+ * who reaches the port, so there it is HTTPS with each request authenticated and authorized.
+ */
+function endpoints(setting: Setting, env: Env): Pick<OperatorConfig, "healthHost" | "healthPort" | "metrics"> {
+  const health = address(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081", "the health address");
+  const given = setting("metrics-addr", "APPSTACK_METRICS_ADDR");
+  if (!given) {
+    if (!isLoopback(health.host)) throw new Error(`/metrics is served beside /healthz in plain HTTP only on a loopback address, and the health address is ${health.host}:${health.port}: set APPSTACK_METRICS_ADDR (--metrics-addr) to serve it over HTTPS with authentication`);
+    return { healthHost: health.host, healthPort: health.port };
+  }
+  const metrics = address(given, "the metrics address");
+  const secure = boolean(setting("metrics-secure", "APPSTACK_METRICS_SECURE"), true, "metrics-secure");
+  if (!secure && !isLoopback(metrics.host)) throw new Error(`plain HTTP (APPSTACK_METRICS_SECURE=false) serves /metrics only on a loopback address, not ${metrics.host}:${metrics.port}: anyone who reached it would read every series unauthenticated`);
+  const certDir = env["APPSTACK_METRICS_CERT_DIR"] || undefined;
+  return { healthHost: health.host, healthPort: health.port, metrics: { ...metrics, secure, ...(certDir && secure ? { certDir } : {}) } };
 }
 
 /** A setting's value: its flag if given, else its environment variable. */
@@ -264,7 +313,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     logFormat: setting("log-format", "APPSTACK_LOG_FORMAT") === "text" ? "text" : "json",
     baseRetryMs: positiveInt(env["APPSTACK_RETRY_BASE_MS"], 2_000, "APPSTACK_RETRY_BASE_MS"),
     maxRetryMs: positiveInt(env["APPSTACK_RETRY_MAX_MS"], 300_000, "APPSTACK_RETRY_MAX_MS"),
-    ...healthAddress(setting("health-addr", "APPSTACK_HEALTH_ADDR") ?? "127.0.0.1:8081"),
+    ...endpoints(setting, env),
     ...shardable(elections(setting, env), setting("backend-url", "APPSTACK_BACKEND_URL")),
     ...ownPod(env),
     ...(env["APPSTACK_RBAC_BINDING"] ? { rbacBinding: env["APPSTACK_RBAC_BINDING"] } : {}),
@@ -275,6 +324,7 @@ export function loadConfig(flags: OperatorFlags, env: Env = process.env, { readO
     // so it is cheap; it is the backstop for a change no watch event announced.
     resyncMs: positiveInt(setting("resync-seconds", "APPSTACK_RESYNC_SECONDS"), 600, "resync period") * 1000,
     podStartTimeoutMs: positiveInt(env["APPSTACK_POD_START_TIMEOUT_SECONDS"], defaultPodStartTimeoutMs / 1000, "APPSTACK_POD_START_TIMEOUT_SECONDS") * 1000,
+    proxySyncMs: nonNegativeInt(env["APPSTACK_PROXY_SYNC_MS"], defaultProxySyncMs, "APPSTACK_PROXY_SYNC_MS"),
     cacheSyncTimeoutMs: positiveInt(env["APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS"], 120, "APPSTACK_CACHE_SYNC_TIMEOUT_SECONDS") * 1000,
     // client-go asks for 5 to 10 minutes and finds a dead connection sooner through HTTP/2 pings;
     // client-node's watch has none, so the end of the watch is what shows its connection alive.

@@ -1,6 +1,9 @@
-// /healthz, /readyz and /metrics on one port, as controller-runtime's manager serves them.
+// /healthz and /readyz in plain HTTP, for the kubelet's probes, as controller-runtime's manager
+// serves them; /metrics beside them only on a loopback address (config.ts), else on a server of
+// its own (metrics-server.ts).
 import { createServer, type Server } from "node:http";
 import type { Registry } from "prom-client";
+import { serveMetrics } from "./metrics-server.ts";
 
 export interface Probes {
   /** The process is alive and its event loop turns; served from before the start-up steps that wait on the network. */
@@ -19,7 +22,8 @@ function bodyOf(ok: boolean, warnings: readonly string[]): string {
   return [ok ? "ok" : "not ready", ...warnings.map((warning) => `warning: ${warning}`)].join("\n") + "\n";
 }
 
-export function startHealthServer(port: number, host: string, probes: Probes, registry: Registry): Promise<Server> {
+/** `registry`: /metrics is served here too (a loopback address only); without it, 404. */
+export function startHealthServer(port: number, host: string, probes: Probes, registry?: Registry): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const probe = path === "/healthz" ? probes.healthy : path === "/readyz" ? probes.ready : undefined;
@@ -28,13 +32,7 @@ export function startHealthServer(port: number, host: string, probes: Probes, re
       res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(bodyOf(ok, path === "/readyz" ? (probes.warnings ?? []) : []));
       return;
     }
-    if (path === "/metrics") {
-      registry.metrics().then(
-        (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
-        (error: unknown) => res.writeHead(500).end(String(error)),
-      );
-      return;
-    }
+    if (path === "/metrics" && registry) return serveMetrics(registry, res);
     res.writeHead(404).end();
   });
   return new Promise((resolve, reject) => {

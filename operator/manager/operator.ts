@@ -120,7 +120,7 @@ export async function startOperator(config: OperatorConfig, binaries: EngineBina
   // does not read itself): a plan outlives a restart and a move wherever the state does.
   const plans = new PlanStore(join(config.stateDir, "plans"), io, stateStore(config.backendUrl, io));
   const bindingGuard = new BindingGuard(clients, config.rbacBinding, log);
-  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard, podStartTimeoutMs: config.podStartTimeoutMs,
+  const reconciler = new Reconciler({ clients, driver, plans, watcher, events: new EventRecorder(clients, log), log, backoff: (key) => queue.peekBackoff(key), bindingGuard, podStartTimeoutMs: config.podStartTimeoutMs, proxySyncMs: config.proxySyncMs,
     excludedNamespaces: new Set(config.excludedNamespaces),
     ...(config.defaultServiceAccount ? { tenancy: { defaultServiceAccount: config.defaultServiceAccount } } : {}),
     ...(shard ? { shard: new ShardFence({ clients, member: shard.member, holdsLease: shard.holdsLease, log, ...(shard.onDrained ? { onDrained: shard.onDrained } : {}) }) } : {}) });

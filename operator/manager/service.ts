@@ -3,7 +3,7 @@
 // deadline, before the lease is handed over.
 import type { Server } from "node:http";
 import { hostname } from "node:os";
-import type { OperatorConfig } from "./config.ts";
+import type { MetricsServing, OperatorConfig } from "./config.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import { redactUrl } from "../base/redact.ts";
 import { startHealthServer } from "./health.ts";
@@ -11,6 +11,9 @@ import { briefError, kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
 import type { Logger } from "../base/log.ts";
 import { OperatorMetrics } from "./metrics.ts";
+import { MetricsAuthorizer } from "./metrics-auth.ts";
+import { apiServerReviews } from "./metrics-reviews.ts";
+import { startMetricsServer } from "./metrics-server.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
 import { runShardedReplica } from "./sharded-replica.ts";
 import type { EngineBinaries } from "../pulumi/engine.ts";
@@ -20,7 +23,10 @@ import { StateIo } from "../pulumi/state-io.ts";
 import { projectName } from "../pulumi/stack-names.ts";
 
 export interface OperatorService {
+  /** /healthz and /readyz (and /metrics, on a loopback address without APPSTACK_METRICS_ADDR). */
   readonly server: Server;
+  /** /metrics on a server of its own, with APPSTACK_METRICS_ADDR. */
+  readonly metricsServer?: Server;
   stop(): Promise<void>;
 }
 
@@ -60,9 +66,9 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   // A state database whose certificate is not verified works: said at start and in /readyz, which it keeps ready.
   const warnings = backendTlsWarnings(config.backendUrl);
   for (const warning of warnings) log.warn(warning, { backend: redactUrl(config.backendUrl) });
-  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false, warnings }, metrics.registry);
-  const address = server.address();
-  log.info(`serving /healthz, /readyz and /metrics${config.sharding ? " (sharded)" : ""}`, { address: typeof address === "object" && address ? `${address.address}:${address.port}` : String(address) });
+  const server = await startHealthServer(config.healthPort, config.healthHost, { healthy: () => true, ready: () => started.replica?.ready() ?? false, warnings }, config.metrics ? undefined : metrics.registry);
+  log.info(`serving /healthz, /readyz${config.metrics ? "" : " and /metrics"}${config.sharding ? " (sharded)" : ""}`, { address: addressOf(server) });
+  const metricsServer = config.metrics && (await serveMetricsAlone(config, config.metrics, metrics, log));
 
   let stopping = false;
   const startUp = async () => {
@@ -84,9 +90,23 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
       // A sweep under way ends within its deadline (StateIo); no replica starts after it.
       await startingUp;
       await started.replica?.stop();
-      await new Promise((resolve) => server.close(resolve));
+      await Promise.all([server, ...(metricsServer ? [metricsServer] : [])].map((open) => new Promise((resolve) => open.close(resolve))));
     },
   };
+}
+
+/** /metrics on its own address: HTTPS, each request reviewed by the API server, unless config.ts allowed plain HTTP on loopback. */
+async function serveMetricsAlone(config: OperatorConfig, serving: MetricsServing, metrics: OperatorMetrics, log: Logger): Promise<Server> {
+  const authorizer = serving.secure ? new MetricsAuthorizer(apiServerReviews(kubeClients(config.kubeconfig).config)) : undefined;
+  const server = await startMetricsServer(serving, metrics.registry, log, authorizer);
+  const how = !serving.secure ? "in plain HTTP, on loopback" : `over HTTPS to users allowed to get it (${serving.certDir ? "the certificate of the folder" : "a self-signed certificate"})`;
+  log.info(`serving /metrics ${how}`, { address: addressOf(server), ...(serving.certDir ? { certDir: serving.certDir } : {}) });
+  return server;
+}
+
+function addressOf(server: Server): string {
+  const address = server.address();
+  return typeof address === "object" && address ? `${address.address}:${address.port}` : String(address);
 }
 
 /** Not sharded: one replica leads (with leader election) and reconciles every object; the others stand by. */

@@ -1,13 +1,15 @@
 // The baseline: a minimal reconciler in the controller-runtime style of the kubebuilder tutorials,
 // written with @kubernetes/client-node server-side apply and no Pulumi. It applies the same
-// manifests appstack's components make, and reports Ready the same way.
-import { makeInformer, type KubernetesObject } from "@kubernetes/client-node";
+// manifests appstack's components make, and reports Ready the same way: the rollout complete and
+// the Service's EndpointSlices routing to every ready pod (counted, where appstack names the pods).
+import { makeInformer, type KubernetesObject, type V1EndpointSlice } from "@kubernetes/client-node";
 import { applyObjects } from "../../operator/kube/apply.ts";
 import { appDeployment, appService } from "../../components/manifests.ts";
 import type { App } from "../../components/app.ts";
 import { jsonPatch, kubeClients } from "../../operator/kube/clients.ts";
 import { ownerOf } from "../../components/metadata.ts";
-import { conditionsFor } from "../../operator/controller/conditions.ts";
+import { conditionsFor, type Phase } from "../../operator/controller/conditions.ts";
+import { serviceNameLabel } from "../../operator/controller/service-endpoints.ts";
 import { rolloutPhase } from "../../operator/controller/status.ts";
 
 const clients = kubeClients(process.env["KUBECONFIG"]);
@@ -22,7 +24,7 @@ async function reconcile(app: App): Promise<void> {
   const service = appService(owner, app.spec);
   if (service) await apply(service, "Service", "v1");
   const deployment = await clients.apps.readNamespacedDeployment({ name: app.metadata.name, namespace: app.metadata.namespace });
-  const phase = rolloutPhase(app, deployment);
+  const phase = served(app, rolloutPhase(app, deployment), service ? deployment.status?.readyReplicas ?? 0 : 0);
   const status = {
     observedGeneration: app.metadata.generation,
     readyReplicas: deployment.status?.readyReplicas ?? 0,
@@ -32,6 +34,14 @@ async function reconcile(app: App): Promise<void> {
     { group: "appstack.dev", version: "v1alpha1", plural: "apps", namespace: app.metadata.namespace, name: app.metadata.name, body: [{ op: "add", path: "/status", value: status }] },
     jsonPatch,
   );
+}
+
+/** `phase`, unless it is Ready and the App's Service's slices list fewer ready endpoints than the Deployment has ready pods. */
+function served(app: App, phase: Phase, readyPods: number): Phase {
+  if (phase.kind !== "ready" || readyPods === 0) return phase;
+  const ofService = slices.list(app.metadata.namespace).filter((slice) => slice.metadata?.labels?.[serviceNameLabel] === app.metadata.name);
+  const routed = ofService.flatMap((slice) => (slice.endpoints ?? []).filter((endpoint) => endpoint.conditions?.ready !== false)).length;
+  return routed >= readyPods ? phase : { kind: "progressing", reason: "EndpointsPending", message: `${routed} of ${readyPods} ready pods routed` };
 }
 
 const queue = new Map<string, App>();
@@ -65,9 +75,18 @@ deployments.on("update", (d: KubernetesObject) => {
   const app = apps.get(d.metadata?.name ?? "", d.metadata?.namespace);
   if (app) enqueue(app);
 });
+const sliceQuery = { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", labelSelector: "app.kubernetes.io/managed-by=appstack" };
+const slices = makeInformer<V1EndpointSlice>(clients.config, "/apis/discovery.k8s.io/v1/endpointslices", (() => clients.custom.listClusterCustomObject(sliceQuery)) as never, sliceQuery.labelSelector);
+for (const type of ["add", "update"] as const) {
+  slices.on(type, (slice: V1EndpointSlice) => {
+    const app = apps.get(slice.metadata?.labels?.[serviceNameLabel] ?? "", slice.metadata?.namespace);
+    if (app) enqueue(app);
+  });
+}
 // An informer stops at its first error (a watch the API server ends, a CRD not served yet just
 // after its install); controller-runtime starts again, and so does the baseline.
-for (const informer of [apps, deployments]) informer.on("error", () => setTimeout(() => void informer.start(), 1_000));
+for (const informer of [apps, deployments, slices]) informer.on("error", () => setTimeout(() => void informer.start(), 1_000));
 await apps.start();
 await deployments.start();
+await slices.start();
 process.on("SIGTERM", () => process.exit(0));

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, test } from "node:test";
-import { CustomObjectsApi, Watch, type V1Deployment } from "@kubernetes/client-node";
+import { CustomObjectsApi, DiscoveryV1Api, Watch, type V1Deployment } from "@kubernetes/client-node";
 import { group, reconcileRequestAnnotation, version, type Condition, type Workload } from "../../crds/types.ts";
 import type { App } from "../../components/app.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
@@ -21,6 +21,7 @@ import { toolPath } from "../../toolchain/tools.ts";
 import { argoHealth, expectedHealth } from "../helpers/argocd-health.ts";
 import { eventually, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { httpGet } from "../helpers/http.ts";
+import { denyWrites } from "../helpers/hold.ts";
 import { kstatus } from "../helpers/kstatus.ts";
 import { disposeOperator, metricValue, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
@@ -136,6 +137,34 @@ test("kubectl wait --for=condition=Ready returns once a new App is live; its Mem
   for (const object of apps.finish().filter(kubectlAccepts)) assert.equal(object.status?.history?.at(-1)?.kind, "up", "Ready before the first update");
   const cache = memcacheds.finish();
   assert.ok(cache.some((object) => argoHealth(object).status === "Progressing") && argoHealth(cache.at(-1)!).status === "Healthy", cache.map((object) => argoHealth(object).status).join(" "));
+});
+
+test("kubectl wait --for=condition=Ready returns only once the App's Service routes to every ready pod: while the EndpointSlice controller is refused, the App is Reconciling (EndpointsPending)", async () => {
+  const served = "served";
+  const serviceNameLabel = "kubernetes.io/service-name";
+  // The EndpointSlice controller's writes of the Service's slices are refused until the test lets them pass: a deterministic lag.
+  const denial = await denyWrites(cluster().cluster, "endpointslices", "CREATE", namespace, undefined, { when: (request) => request.object?.metadata?.labels?.[serviceNameLabel] === served });
+  try {
+    await workloads.create({ kind: "App", metadata: { name: served, namespace }, spec: { image: "nginx:1.27", replicas: 2, port: 80 } });
+    await denial.denied;
+    const pending = await eventually("the App held back as EndpointsPending", async () => {
+      const condition = ready(await workloads.get("App", namespace, served));
+      return condition?.reason === "EndpointsPending" ? condition : undefined;
+    }, 90_000);
+    assert.equal(pending.status, "False");
+    assert.equal(pending.message, `the Service ${served} routes to 0 of 2 ready pods: its EndpointSlices do not list the others yet`);
+    // Nothing else holds it back: the rollout is complete, as the API server has it.
+    assert.equal(await liveAs("nginx:1.27", 2, served), undefined);
+  } finally {
+    await denial.remove();
+  }
+  await kubectlWaitReady(`app/${served}`);
+  const discovery = loadKubeConfig(cluster().cluster.kubeconfig).makeApiClient(DiscoveryV1Api);
+  const slices = await discovery.listNamespacedEndpointSlice({ namespace, labelSelector: `${serviceNameLabel}=${served}` });
+  const routed = slices.items.flatMap((slice) => (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).map((e) => e.targetRef?.name)).sort();
+  const pods = (await cluster().core.listNamespacedPod({ namespace, labelSelector: `app.kubernetes.io/instance=${served}` })).items.filter((pod) => !pod.metadata?.deletionTimestamp);
+  assert.deepEqual(routed, pods.map((pod) => pod.metadata?.name).sort(), "Ready once the slices list every ready pod");
+  await workloads.delete("App", namespace, served);
 });
 
 /** The resourceVersion of a list of `plural`: a watch from it sees every object created afterwards. */

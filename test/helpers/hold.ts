@@ -31,7 +31,7 @@ export interface AdmissionRequest {
   resource: { resource: string };
   subResource?: string;
   options?: { fieldManager?: string };
-  object?: { metadata?: { annotations?: Record<string, string> } };
+  object?: { metadata?: { annotations?: Record<string, string>; labels?: Record<string, string> } };
   oldObject?: { metadata?: { annotations?: Record<string, string> } };
 }
 
@@ -39,7 +39,7 @@ type Operation = "CREATE" | "UPDATE" | "DELETE";
 
 const probeName = "hold-probe";
 
-const groups = { deployments: "apps", services: "", apps: "appstack.dev" } as const;
+const groups = { deployments: "apps", services: "", apps: "appstack.dev", endpointslices: "discovery.k8s.io" } as const;
 
 type Resource = keyof typeof groups;
 
@@ -70,9 +70,13 @@ function startWebhook(local: ClusterFiles, purpose: "hold" | "deny", resource: R
   );
 }
 
-/** Whether a request is one of `operation` on the object `name` itself (not a dry run, no subresource). */
-function matches(request: AdmissionRequest, resource: Resource, operation: Operation, name: string): boolean {
-  return !request.dryRun && request.operation === operation && request.name === name && request.resource.resource === resource && !request.subResource;
+/**
+ * Whether a request is one of `operation` on the object `name` itself (not a dry run, no
+ * subresource); `name` undefined: on any object of `resource` (one whose name the API server
+ * generates, an EndpointSlice's, is picked by `when`).
+ */
+function matches(request: AdmissionRequest, resource: Resource, operation: Operation, name: string | undefined): boolean {
+  return !request.dryRun && request.operation === operation && (name === undefined || request.name === name) && request.resource.resource === resource && !request.subResource;
 }
 
 /** A promise that `settle` resolves, rejected after a minute unless it was; never an unhandled rejection. */
@@ -119,10 +123,10 @@ export async function holdWrites(local: ClusterFiles, resource: Resource, operat
  * Denies `operation`s of the object `name` of `resource` in `namespace`, those that `when` picks
  * (all by default), `times` times (until removed by default), with `message`.
  */
-export async function denyWrites(local: ClusterFiles, resource: Resource, operation: Operation, namespace: string, name: string, options: { when?: (request: AdmissionRequest) => boolean; times?: number; message?: string } = {}): Promise<Denial> {
+export async function denyWrites(local: ClusterFiles, resource: Resource, operation: Operation, namespace: string, name: string | undefined, options: { when?: (request: AdmissionRequest) => boolean; times?: number; message?: string } = {}): Promise<Denial> {
   const { when = () => true, times = Infinity, message = "denied by the test" } = options;
   let count = 0;
-  const denied = signal(`denied ${operation} of ${resource} ${namespace}/${name}`);
+  const denied = signal(`denied ${operation} of ${resource} ${namespace}/${name ?? "*"}`);
   const webhook = await startWebhook(local, "deny", resource, operation, namespace, (request, answer) => {
     if (!matches(request, resource, operation, name) || !when(request) || count >= times) return answer(true);
     count++;

@@ -1,5 +1,5 @@
 // The operator running as a pod on the real node, seen from the host: whether it has been through
-// every object once (its /metrics at the pod's IP), and how many updates its stacks record (the
+// every object once (its /metrics at the pod's IP, over HTTPS with a scraper's token), and how many updates its stacks record (the
 // file backend's history entries on its state volume, read without writing anything there).
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -8,14 +8,17 @@ import type { WorkloadKind } from "../../crds/types.ts";
 import { projectName, stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually } from "./cluster.ts";
 import { counterTotal, metricValue } from "./operator.ts";
-import { httpGet } from "./http.ts";
+import { httpsGet } from "./metrics-reader.ts";
 
-/** The install's health port (components/install.ts), where /metrics is served. */
-const healthPort = 8081;
+/** The install's metrics port (components/install.ts), where /metrics is served over HTTPS. */
+const metricsPort = 8443;
 
-/** The operator pod's metrics, from the host through the node's bridge. */
-export async function podMetrics(pod: V1Pod): Promise<string> {
-  const response = await httpGet(`http://${pod.status!.podIP!}:${healthPort}/metrics`);
+/**
+ * The operator pod's metrics, from the host through the node's bridge. `token`: a ServiceAccount's
+ * bound to the install's metrics-reader ClusterRole (metrics-reader.ts scraperToken).
+ */
+export async function podMetrics(pod: V1Pod, token: string): Promise<string> {
+  const response = await httpsGet(`https://${pod.status!.podIP!}:${metricsPort}/metrics`, token);
   if (response.status !== 200) throw new Error(`/metrics of ${pod.metadata?.name}: HTTP ${response.status}`);
   return response.body;
 }
@@ -24,9 +27,9 @@ export async function podMetrics(pod: V1Pod): Promise<string> {
  * Until the operator pod has been through every object once: at least `objects` reconciles and
  * nothing queued or running (test/helpers/operator.ts firstPassDone, for a pod). Returns its metrics.
  */
-export function podFirstPassDone(pod: V1Pod, objects: number, timeoutMs = 120_000): Promise<string> {
+export function podFirstPassDone(pod: V1Pod, token: string, objects: number, timeoutMs = 120_000): Promise<string> {
   return eventually(`the first pass of operator pod ${pod.metadata?.name} over ${objects} objects`, async () => {
-    const metrics = await podMetrics(pod).catch(() => undefined);
+    const metrics = await podMetrics(pod, token).catch(() => undefined);
     if (!metrics) return undefined;
     const idle = metricValue(metrics, "appstack_queue_depth") === 0 && metricValue(metrics, "appstack_queue_active") === 0;
     return idle && counterTotal(metrics, "appstack_reconcile_total") >= objects ? metrics : undefined;

@@ -23,6 +23,7 @@ import { eventually } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { isReady, killContainer, livePodsOf, operatorNamespace, operatorSelector, podGone, repositoryProgram } from "../helpers/operator-install.ts";
 import { podMetrics } from "../helpers/operator-pod.ts";
+import { installScraper } from "../helpers/metrics-reader.ts";
 import { metricValue, Workloads } from "../helpers/operator.ts";
 import { realNodeSkip } from "../helpers/real-node-gate.ts";
 import { assertReadsThroughRbac } from "../helpers/person.ts";
@@ -39,6 +40,8 @@ const stateDir = mkdtempSync(join(tmpdir(), "appstack-in-cluster-replicas-"));
 const stack = `in-cluster-replicas-${process.pid}`;
 const fileStarted = Date.now();
 let cluster: LocalCluster | undefined;
+/** A token that may read the replicas' /metrics. */
+const scraper = installScraper(() => cluster!.kubeconfig);
 let core: CoreV1Api;
 let apps: AppsV1Api;
 let leases: CoordinationV1Api;
@@ -165,7 +168,7 @@ test("`pulumi up` with appstack:replicas 2 and a postgres:// backendUrl: two pod
   leaderApp = await appOn(ring, leader.member);
   otherApp = await appOn(ring, other.member);
   // Each replica's informers hold its own object only.
-  for (const replica of all) assert.equal(metricValue(await podMetrics(replica.pod), "appstack_shard_objects"), 1, replica.pod.metadata?.name);
+  for (const replica of all) assert.equal(metricValue(await podMetrics(replica.pod, await scraper()), "appstack_shard_objects"), 1, replica.pod.metadata?.name);
   const stacks = await stateKeys("stacks");
   for (const name of [leaderApp, otherApp]) assert.ok(stacks.some((key) => key.endsWith(`/${stackName("App", namespace, name)}.json`)), `${name}'s stack in ${stacks.join(", ")}`);
   assert.deepEqual(await stateKeys("locks"), []);

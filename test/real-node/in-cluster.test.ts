@@ -4,6 +4,7 @@
 // really serve (HTTP and memcached `stats` through their Services, from the host). One real-node
 // cluster for the file. Needs root and Debian's packages (test/helpers/real-node-gate.ts).
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ import { startCluster, type LocalCluster } from "../../toolchain/cluster/cluster
 import { loadImage } from "../../toolchain/cluster/node.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, isNotFound } from "../helpers/cluster.ts";
 import { holdWrites } from "../helpers/hold.ts";
 import { httpGet } from "../helpers/http.ts";
@@ -21,6 +22,7 @@ import { memcachedStats, podMemory } from "../helpers/pod-probes.ts";
 import { counterTotal, metricValue, Workloads } from "../helpers/operator.ts";
 import { isReady, killContainer, operatorNamespace, podGoneWithLog, podsOf as podsOfIn, repositoryProgram } from "../helpers/operator-install.ts";
 import { podFirstPassDone, podMetrics, stackUpdateCount, volumeHostPath } from "../helpers/operator-pod.ts";
+import { installScraper } from "../helpers/metrics-reader.ts";
 import { realNodeSkip } from "../helpers/real-node-gate.ts";
 import { kubectlApply, liveObjects, manifestObjects, renderedInstall, stackObjects } from "../helpers/install-objects.ts";
 import { assertReadsThroughRbac } from "../helpers/person.ts";
@@ -76,6 +78,8 @@ after(async () => {
 });
 
 let operatorPod: V1Pod;
+/** A token that may read the operator's /metrics (its ClusterRoleBinding outlives each install's role: bound again by name). */
+const scraper = installScraper(() => cluster!.kubeconfig);
 
 /** The Pod Security level a namespace enforces (its label), if any. */
 const enforcedPodSecurity = async (name: string) => (await core.readNamespace({ name })).metadata?.labels?.["pod-security.kubernetes.io/enforce"];
@@ -165,6 +169,33 @@ test("a Memcached of the memcached image: Ready, `stats` answers through its Ser
   if (memory) figure(`operator pod memory (cgroup): ${memory.usage.toFixed(0)} MiB now, ${memory.peak.toFixed(0)} MiB peak`);
 });
 
+/** `kubectl wait --for=condition=Ready` as a person types it: a watch, which returns as soon as the status says Ready. */
+function kubectlWaitReady(object: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(toolPath("kubectl"), [`--kubeconfig=${cluster!.kubeconfig}`, `--namespace=${namespace}`, "wait", "--for=condition=Ready", object, "--timeout=240s"], { timeout: 300_000 }, (error, stdout, stderr) => (error ? reject(new Error(`kubectl wait ${object}: ${stderr || error.message}`)) : resolve(void stdout)));
+  });
+}
+
+const firstRequestTries = 20;
+
+test(`${firstRequestTries} Apps in turn, each created, waited for with kubectl wait and asked at once through its Service: every first request is answered 200`, { skip, timeout: 900_000 }, async () => {
+  const started = Date.now();
+  const answers: string[] = [];
+  for (let i = 0; i < firstRequestTries; i++) {
+    const name = `first-${i}`;
+    await workloads.create({ kind: "App", metadata: { name, namespace }, spec: { image: "localhost/appstack/http:0.1.0", replicas: 1, port: 80 } });
+    await kubectlWaitReady(`app/${name}`);
+    const clusterIp = (await core.readNamespacedService({ name, namespace })).spec?.clusterIP ?? "";
+    // One request, no retry: the App said Ready, so its Service must serve now.
+    const answer = await httpGet(`http://${clusterIp}/`).then((response) => String(response.status), (error: unknown) => (error instanceof Error ? error.message : String(error)));
+    answers.push(`${name}: ${answer}`);
+    await workloads.delete("App", namespace, name);
+  }
+  figure(`${firstRequestTries} Apps created, Ready and asked in turn in ${secondsSince(started)} s`);
+  assert.deepEqual(answers.filter((answer) => !answer.endsWith(": 200")), [], answers.join("; "));
+  for (let i = 0; i < firstRequestTries; i++) await workloads.gone("App", namespace, `first-${i}`, waitMs);
+});
+
 const hardened = "hardened";
 
 /** The object is Ready, its one pod runs under the restricted securityContext, and memcached answers `stats` through its Service. */
@@ -245,7 +276,7 @@ test("six Apps created at once at the install's parallelism (3): all Ready, then
   // How many engines ran at once, from the pod's own gauge, while the load lasts.
   const sampling = (async () => {
     while (loading) {
-      const running = metricValue(await podMetrics(operatorPod).catch(() => ""), "appstack_pulumi_operations_running") ?? 0;
+      const running = metricValue(await podMetrics(operatorPod, await scraper()).catch(() => ""), "appstack_pulumi_operations_running") ?? 0;
       mostRunning = Math.max(mostRunning, running);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -385,7 +416,7 @@ const buildInfo = (metrics: string) => /^appstack_build_info\{version="([^"]*)"/
 
 test("an upgrade to another build (an image of APPSTACK_VERSION 0.1.1, `pulumi up` with appstack:image=appstack:0.1.1): the pod recreated on it, every object still Ready, nothing applied again", { skip, timeout: 900_000 }, async () => {
   // The pod of the test before has been through both objects: what it would apply is applied.
-  const oldMetrics = await podFirstPassDone(operatorPod, upgraded.length);
+  const oldMetrics = await podFirstPassDone(operatorPod, await scraper(), upgraded.length);
   assert.equal(buildInfo(oldMetrics), "0.1.0", oldMetrics);
   const claim = await core.readNamespacedPersistentVolumeClaim({ name: "appstack-operator-state", namespace: operatorNamespace });
   const stateFolder = volumeHostPath(await core.readPersistentVolume({ name: claim.spec!.volumeName! }));
@@ -417,7 +448,7 @@ test("an upgrade to another build (an image of APPSTACK_VERSION 0.1.1, `pulumi u
   figure(`upgrade to another build: pulumi up to the new operator pod Ready ${secondsSince(started)} s`);
   await assertReplaced(old, operatorPod);
 
-  const metrics = await podFirstPassDone(operatorPod, upgraded.length);
+  const metrics = await podFirstPassDone(operatorPod, await scraper(), upgraded.length);
   assert.equal(buildInfo(metrics), "0.1.1", metrics);
   assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
   assert.deepEqual(await settled(stateFolder), before);
@@ -559,7 +590,7 @@ test("the rendered install (`appstack manifests`, applied with `kubectl apply --
   await kubectlApply(cluster!.kubeconfig, file);
   operatorPod = await operatorPodOn("appstack:0.1.1", [operatorPod.metadata!.name!]);
   figure(`rendered install upgraded: kubectl apply to the new operator pod Ready ${secondsSince(started)} s`);
-  const metrics = await podFirstPassDone(operatorPod, 1);
+  const metrics = await podFirstPassDone(operatorPod, await scraper(), 1);
   assert.equal(buildInfo(metrics), "0.1.1", metrics);
   assert.equal(counterTotal(metrics, "appstack_pulumi_operations_total"), 0, metrics);
   const app = await workloads.ready("App", namespace, "rendered", waitMs);

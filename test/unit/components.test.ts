@@ -66,6 +66,7 @@ test("an App with a port becomes a Deployment and a Service with explicit, uniqu
               name: "app",
               image: "nginx:1.27",
               ports: [{ name: "http", containerPort: 8080, protocol: "TCP" }],
+              readinessProbe: { tcpSocket: { port: "http" }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 3 },
               env: [{ name: "MODE", value: "prod" }],
               resources: { requests: { cpu: "100m" }, limits: { memory: "128Mi" } },
             },
@@ -99,6 +100,16 @@ test("podSecurity: an App runs as its image says unless Restricted; a Baseline M
   assert.deepEqual(asUser.securityContext, { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } });
   const baseline = podSpec(memcachedDeployment(owner("m", "Memcached"), { size: 1, image: "memcached:1.6", podSecurity: { profile: "Baseline" } }));
   assert.deepEqual([baseline.securityContext, baseline.containers[0]?.securityContext], [undefined, undefined]);
+});
+
+test("readinessProbe: an App with a port is probed on it by TCP unless its spec asks for HTTP or None; without a port, never", () => {
+  const probe = (spec: AppSpec) => ((appDeployment(owner("a"), spec).spec as { template: { spec: { containers: { readinessProbe?: unknown }[] } } }).template.spec.containers[0]?.readinessProbe);
+  const timing = { periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 3 };
+  assert.deepEqual(probe({ image: "web:1", replicas: 1, port: 80 }), { tcpSocket: { port: "http" }, ...timing });
+  assert.deepEqual(probe({ image: "web:1", replicas: 1, port: 80, readinessProbe: { type: "HTTP", path: "/healthz" } }), { httpGet: { path: "/healthz", port: "http" }, ...timing });
+  assert.deepEqual(probe({ image: "web:1", replicas: 1, port: 80, readinessProbe: { type: "HTTP" } }), { httpGet: { path: "/", port: "http" }, ...timing });
+  assert.equal(probe({ image: "web:1", replicas: 1, port: 80, readinessProbe: { type: "None" } }), undefined);
+  assert.equal(probe({ image: "web:1", replicas: 1, readinessProbe: { type: "TCP" } }), undefined);
 });
 
 test("two Apps with the same image never share a selector", () => {

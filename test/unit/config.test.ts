@@ -24,16 +24,32 @@ test("defaults suit one local operator; flags win over the environment", () => {
   assert.equal(config.passphrase, readFileSync(join(stateDir, "passphrase"), "utf8"));
   assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir }).passphrase, config.passphrase);
 
-  const tuned = loadConfig(flags(["--concurrency=5", "--namespaces", "a, b", "--leader-elect=false", "--health-addr=:9000"]), { APPSTACK_STATE_DIR: stateDir, APPSTACK_CONCURRENCY: "2" });
+  const tuned = loadConfig(flags(["--concurrency=5", "--namespaces", "a, b", "--leader-elect=false", "--health-addr=:9000", "--metrics-addr=:9443"]), { APPSTACK_STATE_DIR: stateDir, APPSTACK_CONCURRENCY: "2" });
   assert.equal(tuned.concurrency, 5);
   assert.deepEqual(tuned.namespaces, ["a", "b"]);
   assert.equal(tuned.leaderElection, undefined);
   assert.deepEqual([tuned.healthHost, tuned.healthPort], ["0.0.0.0", 9000]);
+  assert.deepEqual(tuned.metrics, { host: "0.0.0.0", port: 9443, secure: true });
 
   // Metrics per object grow with the objects: off unless asked for.
   assert.equal(config.objectMetrics, false);
   assert.equal(loadConfig({}, { APPSTACK_STATE_DIR: stateDir, APPSTACK_OBJECT_METRICS: "true" }).objectMetrics, true);
   assert.equal(loadConfig(flags(["--object-metrics=false"]), { APPSTACK_STATE_DIR: stateDir, APPSTACK_OBJECT_METRICS: "true" }).objectMetrics, false);
+});
+
+test("/metrics: beside /healthz in plain HTTP only on loopback; on an address of its own HTTPS, plain only on loopback", () => {
+  const env = { APPSTACK_STATE_DIR: stateDir };
+  // Local runs: one loopback port for the probes and /metrics.
+  assert.equal(loadConfig({}, env).metrics, undefined);
+  assert.equal(loadConfig(flags(["--health-addr=[::1]:8081"]), env).healthHost, "::1");
+  assert.throws(() => loadConfig(flags(["--health-addr=:8081"]), env), /only on a loopback address, and the health address is 0\.0\.0\.0:8081: set APPSTACK_METRICS_ADDR/);
+  assert.throws(() => loadConfig({}, { ...env, APPSTACK_HEALTH_ADDR: "10.0.0.5:8081" }), /set APPSTACK_METRICS_ADDR/);
+  // As the install runs it: HTTPS on every interface, its certificate from the mounted Secret.
+  const installed = loadConfig({}, { ...env, APPSTACK_HEALTH_ADDR: ":8081", APPSTACK_METRICS_ADDR: ":8443", APPSTACK_METRICS_CERT_DIR: "/etc/appstack/metrics-cert" });
+  assert.deepEqual(installed.metrics, { host: "0.0.0.0", port: 8443, secure: true, certDir: "/etc/appstack/metrics-cert" });
+  assert.deepEqual(loadConfig(flags(["--metrics-addr=127.0.0.1:9090", "--metrics-secure=false"]), env).metrics, { host: "127.0.0.1", port: 9090, secure: false });
+  assert.throws(() => loadConfig(flags(["--metrics-addr=:9090", "--metrics-secure=false"]), env), /plain HTTP \(APPSTACK_METRICS_SECURE=false\) serves \/metrics only on a loopback address, not 0\.0\.0\.0:9090/);
+  assert.throws(() => loadConfig(flags(["--metrics-addr=127.0.0.1:9090", "--metrics-secure=maybe"]), env), /metrics-secure must be true or false/);
 });
 
 test("bad settings are refused with the setting's name", () => {

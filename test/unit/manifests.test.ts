@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import yaml from "js-yaml";
 import { repoRoot } from "../../toolchain/tools.ts";
+import { installReaderRole } from "../helpers/metrics-reader.ts";
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, unknown> };
 
@@ -48,6 +49,20 @@ test("a rendered install holds every object of the install in the order kubectl 
   assert.deepEqual(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE")?.valueFrom, { secretKeyRef: { name: "team-credentials", key: "passphrase" } });
   // Off by default: no metrics per object, no metrics Service, no ServiceMonitor.
   assert.equal(container.env.find((e) => e.name === "APPSTACK_OBJECT_METRICS"), undefined);
+  // /metrics over HTTPS on its own port, with a self-signed certificate (no folder named); the
+  // operator may review tokens and access (the reviews are not namespaced: a ClusterRoleBinding even
+  // for a list of namespaces), and a reader ClusterRole is there to bind a scraper to.
+  assert.equal((container.env.find((e) => e.name === "APPSTACK_METRICS_ADDR") as { value?: string } | undefined)?.value, ":8443");
+  assert.equal(container.env.find((e) => e.name === "APPSTACK_METRICS_CERT_DIR"), undefined);
+  type Role = Manifest & { rules: { apiGroups?: string[]; resources?: string[]; nonResourceURLs?: string[]; verbs: string[] }[] };
+  const role = (name: string) => objects.find((object) => object.kind === "ClusterRole" && object.metadata.name === name) as Role | undefined;
+  assert.deepEqual(role("appstack-operator-appstack-metrics-auth")?.rules, [
+    { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+    { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
+  ]);
+  const authBinding = objects.find((object) => object.kind === "ClusterRoleBinding" && object.metadata.name === "appstack-operator-appstack-metrics-auth") as unknown as { subjects: { name: string; namespace: string }[] };
+  assert.deepEqual(authBinding.subjects.map((subject) => `${subject.namespace}/${subject.name}`), ["appstack-system/appstack-operator"]);
+  assert.deepEqual(role(installReaderRole)?.rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
   assert.ok(!objects.some((object) => object.kind === "Service" || object.kind === "ServiceMonitor"), names.join(", "));
   // Nothing left: no stack configuration beside the program, no temporary folder.
   assert.ok(!existsSync(join(repoRoot, "Pulumi.manifests.yaml")));
@@ -68,25 +83,26 @@ test("with a database: the URL from the user's Secret, no state volume, replicas
   assert.equal(env.find((e) => e.name === "APPSTACK_OBJECT_METRICS")?.value, "true");
   // Tenant identities: the setting, and a ClusterRole that impersonates ServiceAccounts and only reads the children.
   assert.equal(env.find((e) => e.name === "APPSTACK_DEFAULT_SERVICE_ACCOUNT")?.value, "appstack-tenant");
-  const rules = (objects.find((object) => object.kind === "ClusterRole") as unknown as { rules: { resources: string[]; verbs: string[] }[] }).rules;
+  const rules = (objects.find((object) => object.kind === "ClusterRole" && object.metadata.name === "appstack-operator-appstack") as unknown as { rules: { resources: string[]; verbs: string[] }[] }).rules;
   const verbsOn = (resource: string) => rules.filter((rule) => rule.resources.includes(resource)).flatMap((rule) => rule.verbs);
   assert.deepEqual(verbsOn("serviceaccounts"), ["impersonate"]);
   assert.deepEqual(verbsOn("deployments"), ["get", "list", "watch"]);
 
-  // The Service selects the operator's pods and names their health port (/metrics is served there);
-  // the ServiceMonitor selects that Service by its labels, and scrapes its port by name.
+  // The Service selects the operator's pods and names their metrics port; the ServiceMonitor selects
+  // that Service by its labels, and scrapes its port by name over HTTPS with Prometheus's own token,
+  // not verifying the self-signed certificate (kubebuilder's scaffold).
   type Labelled = Manifest & { metadata: { labels: Record<string, string> } };
   const service = objects.find((object) => object.kind === "Service") as Labelled & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } };
-  const monitor = objects.find((object) => object.kind === "ServiceMonitor") as Labelled & { spec: { selector: { matchLabels: Record<string, string> }; namespaceSelector: { matchNames: string[] }; endpoints: { port: string; path: string }[] } };
+  const monitor = objects.find((object) => object.kind === "ServiceMonitor") as Labelled & { spec: { selector: { matchLabels: Record<string, string> }; namespaceSelector: { matchNames: string[] }; endpoints: Record<string, unknown>[] } };
   assert.ok(service && monitor, objects.map((object) => object.kind).join(", "));
   assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
   const podLabels = (spec as unknown as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
   assert.deepEqual(service.spec.selector, podLabels);
-  const healthPort = (spec.template.spec.containers[0] as unknown as { ports: { name: string; containerPort: number }[] }).ports[0]!;
-  assert.deepEqual(service.spec.ports.map((port) => [port.name, port.port, port.targetPort]), [["metrics", healthPort.containerPort, healthPort.name]]);
+  const metricsPort = (spec.template.spec.containers[0] as unknown as { ports: { name: string; containerPort: number }[] }).ports.find((port) => port.name === "metrics")!;
+  assert.deepEqual(service.spec.ports.map((port) => [port.name, port.port, port.targetPort]), [["metrics", metricsPort.containerPort, metricsPort.name]]);
   assert.deepEqual(monitor.spec.selector.matchLabels, service.metadata.labels);
   assert.deepEqual(monitor.spec.namespaceSelector.matchNames, [service.metadata.namespace]);
-  assert.deepEqual(monitor.spec.endpoints.map((endpoint) => [endpoint.port, endpoint.path]), [["metrics", "/metrics"]]);
+  assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", scheme: "https", bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token", tlsConfig: { insecureSkipVerify: true } }]);
   // No other Service of the install carries the label the ServiceMonitor selects.
   assert.equal(objects.filter((object) => object.kind === "Service").length, 1);
   // The Service after the namespace, the ServiceMonitor (whose CRD the Prometheus operator brings) last.
@@ -101,4 +117,20 @@ test("with a database: the URL from the user's Secret, no state volume, replicas
   assert.equal(onVolume.status, 1);
   assert.match(onVolume.stderr, /appstack:replicas 2 needs a PostgreSQL/);
   assert.equal(onVolume.stdout, "");
+});
+
+test("with --metrics-cert-secret: the Secret mounted and named to the operator, and the ServiceMonitor verifies the certificate with its CA for the Service's name", () => {
+  const rendered = manifests("--passphrase-secret", "creds", "--service-monitor", "true", "--metrics-cert-secret", "metrics-tls");
+  assert.equal(rendered.status, 0, rendered.stderr);
+  assert.match(rendered.stdout, /It refers to Secrets you make in namespace appstack-system: creds \(key passphrase\), metrics-tls \(type kubernetes\.io\/tls\)\./);
+  const objects = yaml.loadAll(rendered.stdout) as Manifest[];
+  type Pod = { containers: { env: { name: string; value?: string }[]; volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[] }[]; volumes: { name: string; secret?: { secretName: string } }[] };
+  const pod = (objects.find((object) => object.kind === "Deployment")!.spec as { template: { spec: Pod } }).template.spec;
+  const container = pod.containers[0]!;
+  const certDir = container.env.find((e) => e.name === "APPSTACK_METRICS_CERT_DIR")?.value;
+  const mount = container.volumeMounts.find((m) => m.mountPath === certDir);
+  assert.ok(mount?.readOnly, JSON.stringify(container.volumeMounts));
+  assert.equal(pod.volumes.find((volume) => volume.name === mount.name)?.secret?.secretName, "metrics-tls");
+  const monitor = objects.find((object) => object.kind === "ServiceMonitor") as Manifest & { spec: { endpoints: { tlsConfig: unknown }[] } };
+  assert.deepEqual(monitor.spec.endpoints[0]?.tlsConfig, { serverName: "appstack-operator-metrics.appstack-system.svc", ca: { secret: { name: "metrics-tls", key: "ca.crt" } } });
 });

@@ -149,6 +149,9 @@ export function kubeProxyConfig(settings: KubeProxySettings): string {
     // Zero: leave the machine's conntrack table size and timeouts as they are; and no NodePorts on
     // 127.0.0.1 (that needs route_localnet, a machine-wide setting).
     conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: "0s", tcpCloseWaitTimeout: "0s" },
-    iptables: { localhostNodePorts: false, syncPeriod: "30s", minSyncPeriod: "0s" },
+    // minSyncPeriod: kube-proxy reads 0 as unset, its default of 1 s. A tenth of that: a local
+    // Service routes to a new pod well within the operator's wait for service proxies
+    // (APPSTACK_PROXY_SYNC_MS, the default's 1 s), so a request right after Ready is served.
+    iptables: { localhostNodePorts: false, syncPeriod: "30s", minSyncPeriod: "100ms" },
   });
 }

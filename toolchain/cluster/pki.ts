@@ -1,8 +1,11 @@
 // Certificates for a throwaway local control plane: one CA, the API server's serving certificate,
 // and client identities for the admin and the control-plane components. Keys come from Node's
 // crypto (fast, native); node-forge only assembles and signs the X.509 certificates.
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { generateKeyPairSync } from "node:crypto";
 import forge from "node-forge";
+import { serialNumber } from "../../operator/base/x509-serial.ts";
+
+export { serialNumber };
 
 export interface KeyPair {
   readonly certPem: string;
@@ -36,17 +39,6 @@ function attributes(subject: Subject): forge.pki.CertificateField[] {
   const fields: forge.pki.CertificateField[] = [{ name: "commonName", value: subject.commonName }];
   if (subject.organization) fields.push({ name: "organizationName", value: subject.organization });
   return fields;
-}
-
-/**
- * A random serial that is a positive, minimally encoded DER integer: its first byte is non-zero
- * with the high bit clear. A serial whose bytes start with a zero is padded, which OpenSSL refuses
- * ("illegal padding"); with a zero nibble in front of random bytes that was 1 certificate in 256.
- */
-export function serialNumber(): string {
-  const bytes = randomBytes(16);
-  bytes[0] = (bytes[0]! & 0x7f) | 0x01;
-  return bytes.toString("hex");
 }
 
 function issue(subject: Subject, signer: { certPem: string; keyPem: string } | undefined, extensions: object[]): KeyPair {

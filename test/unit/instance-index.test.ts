@@ -1,9 +1,9 @@
-// The pod index (operator/controller/pod-index.ts) against client-node's own cache: whatever the
+// The instance index (operator/controller/instance-index.ts), on pods against client-node's own cache: whatever the
 // watch and the relists do, the index answers what a scan of the namespace's pods answers.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ListWatch, type V1Pod, type Watch } from "@kubernetes/client-node";
-import { PodIndex } from "../../operator/controller/pod-index.ts";
+import { InstanceIndex } from "../../operator/controller/instance-index.ts";
 
 type Handler = (phase: string, object: unknown) => void;
 
@@ -37,24 +37,24 @@ test("the pod index answers as a scan of the cache does, through watch events an
   const watch = new DrivenWatch();
   let listed: V1Pod[] = [pod("a", "one-1", web("one")), pod("a", "one-2", web("one")), pod("a", "two-1", web("two")), pod("b", "one-1", web("one"))];
   const cache = new ListWatch<V1Pod>("/api/v1/pods", watch as unknown as Watch, () => Promise.resolve({ metadata: { resourceVersion: String(version) }, items: listed }), false);
-  const index = new PodIndex();
+  const index = new InstanceIndex<V1Pod>();
   index.follow(cache);
   const agrees = (step: string) => {
     for (const namespace of ["a", "b"]) {
       for (const instance of ["one", "two", "three"]) {
-        assert.deepEqual(names(index.podsOf(namespace, selectorOf(instance))), scan(cache, namespace, selectorOf(instance)), `${step}: ${namespace}/${instance}`);
+        assert.deepEqual(names(index.select(namespace, selectorOf(instance))), scan(cache, namespace, selectorOf(instance)), `${step}: ${namespace}/${instance}`);
       }
     }
   };
 
   await cache.start();
-  assert.deepEqual(names(index.podsOf("a", selectorOf("one"))), ["a/one-1", "a/one-2"], "the first list's pods, of one namespace and instance only");
+  assert.deepEqual(names(index.select("a", selectorOf("one"))), ["a/one-1", "a/one-2"], "the first list's pods, of one namespace and instance only");
   agrees("first list");
 
   watch.handler?.("ADDED", pod("a", "two-2", web("two")));
   agrees("a pod added");
   watch.handler?.("MODIFIED", pod("a", "one-2", web("three")));
-  assert.deepEqual(names(index.podsOf("a", selectorOf("three"))), ["a/one-2"], "a relabelled pod moves to its new instance");
+  assert.deepEqual(names(index.select("a", selectorOf("three"))), ["a/one-2"], "a relabelled pod moves to its new instance");
   agrees("a pod relabelled");
   watch.handler?.("MODIFIED", pod("a", "one-1", { ...web("one"), "app.kubernetes.io/name": "other" }));
   agrees("a pod whose other label changed");
@@ -70,8 +70,8 @@ test("the pod index answers as a scan of the cache does, through watch events an
     const poll = () => (watch.handler !== relisted ? resolve() : setImmediate(poll));
     poll();
   });
-  assert.deepEqual(names(index.podsOf("b", selectorOf("one"))), [], "a pod the relist lacks is gone");
-  assert.deepEqual(names(index.podsOf("a", selectorOf("three"))), ["a/three-1"], "a relabelled pod the relist lacks is gone from its new instance too");
+  assert.deepEqual(names(index.select("b", selectorOf("one"))), [], "a pod the relist lacks is gone");
+  assert.deepEqual(names(index.select("a", selectorOf("three"))), ["a/three-1"], "a relabelled pod the relist lacks is gone from its new instance too");
   agrees("relisted");
   await cache.stop();
 });
@@ -79,7 +79,7 @@ test("the pod index answers as a scan of the cache does, through watch events an
 test("a selector without the instance label reads the namespace's pods", () => {
   const pods = [pod("a", "x", { app: "x" }), pod("a", "y", { app: "y" })];
   const source = { on: () => undefined, get: () => undefined, list: () => pods };
-  const index = new PodIndex();
+  const index = new InstanceIndex<V1Pod>();
   index.follow(source);
-  assert.deepEqual(names(index.podsOf("a", { app: "y" })), ["a/y"]);
+  assert.deepEqual(names(index.select("a", { app: "y" })), ["a/y"]);
 });
