@@ -7,6 +7,7 @@ import { stringEnum, Type } from "../crds/schema-kit.ts";
 import { automountServiceAccountTokenField, podSecurityField } from "../crds/spec-fields.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
+import { deploymentChild, serviceChild } from "./child-kind.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
 
 /** How the kubelet tells that an App's pod serves on its port (manifests.ts appReadinessProbe). */
@@ -48,6 +49,9 @@ export interface AppWorkloadArgs {
   readonly spec: AppSpec;
 }
 
+/** The kinds of child an App makes. */
+const appChildKinds = [deploymentChild, serviceChild] as const;
+
 /** An App's children: its Deployment, and its Service when it has a port. The component declares exactly these. */
 function appChildren(owner: Owner, spec: AppSpec): ChildManifest[] {
   const service = appService(owner, spec);
@@ -61,7 +65,7 @@ export class AppWorkload extends pulumi.ComponentResource {
 
   constructor(name: string, args: AppWorkloadArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:apps:App", name, {}, opts);
-    const declared = declareChildren(name, appChildren(args.owner, args.spec), this);
+    const declared = declareChildren(name, appChildren(args.owner, args.spec), appChildKinds, this);
     // appChildren always lists the Deployment.
     this.deployment = declared.Deployment!;
     this.service = declared.Service;
@@ -84,6 +88,7 @@ export const appKind = defineKind({
     replicasPath: ".spec.replicas",
   },
   appName: (object) => object.metadata.name,
+  childKinds: appChildKinds,
   children: appChildren,
   component: (owner, spec, opts) => new AppWorkload(owner.name, { owner, spec }, opts),
   replicas: (spec) => spec.replicas,

@@ -2,11 +2,12 @@
 // RBAC, the stack-secrets passphrase, storage for stack state, and the operator Deployment.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
+import { groupVersionOf } from "../crds/child-kinds.ts";
 import { isPostgresUrl, sharedBackendRefusal } from "../operator/base/shared-backend.ts";
 import { admissionPolicies } from "./admission-policies.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
+import { childKinds } from "./kinds.ts";
 import { metricsAccess } from "./metrics-access.ts";
 import { operatorNetworkPolicy } from "./network-policy.ts";
 
@@ -148,7 +149,8 @@ export function operatorRules(rbacBinding?: string, tenantIdentities = false): k
     { apiGroups: ["appstack.dev"], resources: ["apps/status", "memcacheds/status"], verbs: ["get", "patch"] },
     // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers (of whoever writes them).
     ...(tenantIdentities ? [] : [{ apiGroups: ["appstack.dev"], resources: ["apps/finalizers", "memcacheds/finalizers"], verbs: ["update"] }]),
-    ...childKindNames.map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [childKinds[kind].plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
+    // Every kind of child of every kind (components/kinds.ts), and no other.
+    ...childKinds().map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [kind.plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
     ...(tenantIdentities ? [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }] : []),
     { apiGroups: [""], resources: ["pods"], verbs: observe },
     // Ready waits until the children's Services route to every ready pod (operator/controller/service-endpoints.ts).
