@@ -28,6 +28,7 @@ const install = new AppstackInstall("appstack", {
   serviceMonitor: config.getBoolean("serviceMonitor"),
   metricsCertSecret: config.get("metricsCertSecret") || undefined,
   defaultServiceAccount: config.get("defaultServiceAccount") || undefined,
+  networkPolicy: config.getBoolean("networkPolicy"),
 });
 
 export const namespace = install.namespace;

@@ -1,12 +1,11 @@
 // The admission policies of appstack's API that the install makes (crds/): what RBAC cannot say.
-// The ownership policy holds for everyone; the shard labels' and the approval's leave the operator's
+// The ownership policy (over every kind of child of every kind) holds for everyone; the shard labels' and the approval's leave the operator's
 // own user out, so they are made for it.
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { approvalPolicy } from "../crds/approval.ts";
-import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { shardLabelsPolicy } from "../crds/shard-labels.ts";
-import { kindPlurals } from "./kinds.ts";
+import { apiPolicies, kindPlurals } from "./kinds.ts";
 
 type Pair = readonly [policy: object, binding: object];
 
@@ -14,11 +13,11 @@ type Pair = readonly [policy: object, binding: object];
 export function admissionPolicies(name: string, operatorUser: string, parent: pulumi.Resource): void {
   const pairs: Record<string, Pair> = {
     // The API server's own guard against taking over an object appstack did not create.
-    ownership: [ownershipPolicy, ownershipPolicyBinding],
+    ownership: apiPolicies(),
     // Only the operator's ServiceAccount sets, changes or removes the shard labels of the objects.
-    "shard-labels": shardLabelsPolicy([operatorUser], kindPlurals),
+    "shard-labels": shardLabelsPolicy([operatorUser], kindPlurals()),
     // Approving a plan needs the RBAC verb approve, not only patch.
-    approve: approvalPolicy([operatorUser], kindPlurals),
+    approve: approvalPolicy([operatorUser], kindPlurals()),
   };
   for (const [suffix, [policy, binding]] of Object.entries(pairs)) {
     // Plain JSON, one source for `npm start`'s install (operator/kube/apply.ts) and this one.

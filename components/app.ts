@@ -4,9 +4,10 @@ import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { envSchema, imageSchema, resourcesSchema } from "../crds/fields.ts";
 import { stringEnum, Type } from "../crds/schema-kit.ts";
-import { podSecurityField } from "../crds/spec-fields.ts";
+import { automountServiceAccountTokenField, podSecurityField } from "../crds/spec-fields.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
+import { deploymentChild, serviceChild } from "./child-kind.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
 
 /** How the kubelet tells that an App's pod serves on its port (manifests.ts appReadinessProbe). */
@@ -34,6 +35,8 @@ const appFields = {
   resources: Type.Optional(resourcesSchema),
   // Baseline: an App's image may need root (nginx binds port 80 as root).
   podSecurity: podSecurityField("Baseline"),
+  // An App's image may be a client of the API; a Memcached's never is, so only the App asks.
+  automountServiceAccountToken: automountServiceAccountTokenField(),
 };
 
 export type App = ObjectOf<typeof appFields>;
@@ -45,6 +48,9 @@ export interface AppWorkloadArgs {
   /** The App's spec. A plain value: whether a Service exists depends on it. */
   readonly spec: AppSpec;
 }
+
+/** The kinds of child an App makes. */
+const appChildKinds = [deploymentChild, serviceChild] as const;
 
 /** An App's children: its Deployment, and its Service when it has a port. The component declares exactly these. */
 function appChildren(owner: Owner, spec: AppSpec): ChildManifest[] {
@@ -59,7 +65,7 @@ export class AppWorkload extends pulumi.ComponentResource {
 
   constructor(name: string, args: AppWorkloadArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:apps:App", name, {}, opts);
-    const declared = declareChildren(name, appChildren(args.owner, args.spec), this);
+    const declared = declareChildren(name, appChildren(args.owner, args.spec), appChildKinds, this);
     // appChildren always lists the Deployment.
     this.deployment = declared.Deployment!;
     this.service = declared.Service;
@@ -82,6 +88,7 @@ export const appKind = defineKind({
     replicasPath: ".spec.replicas",
   },
   appName: (object) => object.metadata.name,
+  childKinds: appChildKinds,
   children: appChildren,
   component: (owner, spec, opts) => new AppWorkload(owner.name, { owner, spec }, opts),
   replicas: (spec) => spec.replicas,

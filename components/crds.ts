@@ -14,7 +14,7 @@ export class AppstackCrds extends pulumi.ComponentResource {
 
   constructor(name: string, args: AppstackCrdsArgs = {}, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:install:Crds", name, {}, opts);
-    this.names = customResourceDefinitions.map((crd) => {
+    this.names = customResourceDefinitions().map((crd) => {
       // The schemas are plain JSON (one source for the YAML and for Pulumi), not the SDK's input types.
       const definition = { ...crd, metadata: { ...crd.metadata, labels: { ...crd.metadata.labels, ...args.labels } } } as unknown as k8s.apiextensions.v1.CustomResourceDefinitionArgs;
       return new k8s.apiextensions.v1.CustomResourceDefinition(`${name}-${crd.metadata.name}`, definition, { parent: this }).metadata.name;

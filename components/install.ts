@@ -2,12 +2,14 @@
 // RBAC, the stack-secrets passphrase, storage for stack state, and the operator Deployment.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { childKindNames, childKinds, groupVersionOf } from "../crds/child-kinds.ts";
+import { groupVersionOf } from "../crds/child-kinds.ts";
 import { isPostgresUrl, sharedBackendRefusal } from "../operator/base/shared-backend.ts";
 import { admissionPolicies } from "./admission-policies.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
+import { childKinds } from "./kinds.ts";
 import { metricsAccess } from "./metrics-access.ts";
+import { operatorNetworkPolicy } from "./network-policy.ts";
 
 export interface AppstackInstallArgs {
   /** Namespace of the operator. Default appstack-system. */
@@ -78,12 +80,20 @@ export interface AppstackInstallArgs {
    * impersonate ServiceAccounts and only read Deployments and Services. Default: off.
    */
   readonly defaultServiceAccount?: string;
+  /**
+   * A NetworkPolicy for the operator's pods (components/network-policy.ts): egress only to DNS, the
+   * API server's ports and the database's, ingress only to the health port (/metrics). Needs a
+   * network plugin that enforces NetworkPolicy. Default false.
+   */
+  readonly networkPolicy?: boolean;
 }
 
 export const operatorName = "appstack-operator";
 const statePath = "/var/lib/appstack";
 /** Where backendCaSecret's bundle is mounted. */
 const backendCaPath = "/etc/appstack/backend-ca";
+/** Where the passphrase's Secret is mounted: a file, not an environment variable (which `kubectl describe`, a crash dump or a child process would see). */
+const passphrasePath = "/etc/appstack/passphrase";
 const healthPort = 8081;
 /** /metrics, over HTTPS: kubebuilder's scaffolds' port. */
 const metricsPort = 8443;
@@ -139,7 +149,8 @@ export function operatorRules(rbacBinding?: string, tenantIdentities = false): k
     { apiGroups: ["appstack.dev"], resources: ["apps/status", "memcacheds/status"], verbs: ["get", "patch"] },
     // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers (of whoever writes them).
     ...(tenantIdentities ? [] : [{ apiGroups: ["appstack.dev"], resources: ["apps/finalizers", "memcacheds/finalizers"], verbs: ["update"] }]),
-    ...childKindNames.map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [childKinds[kind].plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
+    // Every kind of child of every kind (components/kinds.ts), and no other.
+    ...childKinds().map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [kind.plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
     ...(tenantIdentities ? [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }] : []),
     { apiGroups: [""], resources: ["pods"], verbs: observe },
     // Ready waits until the children's Services route to every ready pod (operator/controller/service-endpoints.ts).
@@ -170,7 +181,8 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     ...(args.backendUrl || args.backendSecret ? [{ name: "APPSTACK_BACKEND_URL", valueFrom: fromSecret(args.backendSecret ?? secretName, "backendUrl") }] : []),
     // libpq's variable for the URL's sslrootcert: Pulumi's driver and the operator's reads take it alike.
     ...(args.backendCaSecret ? [{ name: "PGSSLROOTCERT", value: `${backendCaPath}/ca.crt` }] : []),
-    { name: "APPSTACK_PASSPHRASE", valueFrom: fromSecret(args.passphraseSecret ?? secretName, "passphrase") },
+    // The Secret's passphrase key, mounted by passphraseVolumes.
+    { name: "APPSTACK_PASSPHRASE_FILE", value: `${passphrasePath}/passphrase` },
     // More than one replica: each reconciles a share of the objects (docs/sharding.md).
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
     ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
@@ -227,6 +239,14 @@ export function metricsCertVolumes(args: AppstackInstallArgs): { volumes: k8s.ty
   return {
     volumes: [{ name: "metrics-cert", secret: { secretName: args.metricsCertSecret, items: [{ key: "tls.crt", path: "tls.crt" }, { key: "tls.key", path: "tls.key" }] } }],
     mounts: [{ name: "metrics-cert", mountPath: metricsCertPath, readOnly: true }],
+  };
+}
+
+/** The passphrase's Secret (the user's, or the one the install makes: `secretName`) as a read-only file that APPSTACK_PASSPHRASE_FILE names. */
+export function passphraseVolumes(args: AppstackInstallArgs, secretName?: pulumi.Input<string>): { volumes: k8s.types.input.core.v1.Volume[]; mounts: k8s.types.input.core.v1.VolumeMount[] } {
+  return {
+    volumes: [{ name: "passphrase", secret: { secretName: args.passphraseSecret ?? secretName ?? "", items: [{ key: "passphrase", path: "passphrase" }] } }],
+    mounts: [{ name: "passphrase", mountPath: passphrasePath, readOnly: true }],
   };
 }
 
@@ -305,6 +325,12 @@ function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, s
   }, { parent, dependsOn: [service] });
 }
 
+/** What the install makes only when asked: the metrics Service and its ServiceMonitor, the operator's NetworkPolicy. */
+function optionalParts(name: string, args: AppstackInstallArgs, meta: Meta, podLabels: Record<string, string>, parent: pulumi.Resource): void {
+  if (args.serviceMonitor) metricsMonitoring(name, meta, podLabels, args.metricsCertSecret, parent);
+  if (args.networkPolicy) operatorNetworkPolicy(name, meta, { podLabels, ingressPorts: [healthPort, metricsPort], backendUrl: args.backendUrl, backendSecret: !!args.backendSecret }, parent);
+}
+
 export class AppstackInstall extends pulumi.ComponentResource {
   public readonly namespace: pulumi.Output<string>;
   public readonly serviceAccount: pulumi.Output<string>;
@@ -357,7 +383,8 @@ export class AppstackInstall extends pulumi.ComponentResource {
       subjects: subject,
     }, { parent: this });
     const secret = configuredSecret(name, args, meta, this);
-    const volumes = [...backendCa.volumes, ...metricsCert.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
+    const passphrase = passphraseVolumes(args, secret?.metadata.name);
+    const volumes = [...backendCa.volumes, ...metricsCert.volumes, ...passphrase.volumes, stateVolume(name, args, meta, this), { name: "tmp", emptyDir: {} }];
     const deployment = new k8s.apps.v1.Deployment(`${name}-operator`, {
       metadata: meta,
       spec: {
@@ -378,7 +405,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
               readinessProbe: { httpGet: { path: "/readyz", port: "health" }, periodSeconds: 5 },
               resources: args.resources ?? defaultResources,
               securityContext: operatorSecurityContext,
-              volumeMounts: [...operatorMounts, ...backendCa.mounts, ...metricsCert.mounts],
+              volumeMounts: [...operatorMounts, ...backendCa.mounts, ...metricsCert.mounts, ...passphrase.mounts],
             }],
             volumes,
             // Let running Pulumi operations finish (APPSTACK_SHUTDOWN_GRACE_SECONDS, 60) before SIGKILL.
@@ -387,7 +414,7 @@ export class AppstackInstall extends pulumi.ComponentResource {
         },
       },
     }, { parent: this, dependsOn: [crds] });
-    if (args.serviceMonitor) metricsMonitoring(name, meta, labels, args.metricsCertSecret, this);
+    optionalParts(name, args, meta, labels, this);
     this.namespace = namespace;
     this.serviceAccount = account.metadata.name;
     this.deployment = deployment.metadata.name;

@@ -1,43 +1,98 @@
 // Every kind of appstack object, by name: the one list the operator consults. A kind is one
-// definition (defineKind, workload.ts); its CRD, its resource name and its place in the policies
-// and the command line are derived from it here.
+// definition (defineKind, workload.ts); its CRD, its resource name, its kinds of child and its place
+// in the policies and the command line are derived from it here.
+//
+// App and Memcached are registered when this module loads. Another kind (a test's own) is
+// registered with `registerKind` before anything reads the kinds: by a module loaded first
+// (`node --import`, as a test starts the operator with it) or by a test file's first import. The
+// first read closes the registry, and every value derived from it (the CRDs, the union of the kinds
+// of child that the watches, the RBAC rules and the ownership policy cover) is computed then, once.
+// So the kinds never change under a running operator, and a kind registered too late is an error
+// that names it, not a kind that some parts see and others (a watch, a rule, a CRD) do not.
 import { group, type Workload, type WorkloadKind } from "../crds/types.ts";
 import { customResourceDefinition, type CustomResourceDefinition } from "../crds/crd.ts";
+import { childKindUnion } from "../crds/child-kinds.ts";
+import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { appKind } from "./app.ts";
+import type { ChildKind } from "./child-kind.ts";
 import { memcachedKind } from "./memcached.ts";
 import { ownerOf, selectorLabels } from "./metadata.ts";
-import type { ChildManifest, WorkloadDescription } from "./workload.ts";
+import { declaredChildren, type ChildManifest, type WorkloadDescription } from "./workload.ts";
 
-const definitions: readonly WorkloadDescription<Workload>[] = [appKind, memcachedKind] as readonly WorkloadDescription<never>[];
+/** What the registry derives from the kinds, once, at its first read. */
+interface Registry {
+  readonly definitions: readonly WorkloadDescription<Workload>[];
+  readonly byKind: ReadonlyMap<WorkloadKind, WorkloadDescription<Workload>>;
+  /** Every name kubectl takes for a kind's objects, lower case: the kind, its plural, its short names, each also with the group (app, apps, asapp, apps.appstack.dev). */
+  readonly byName: ReadonlyMap<string, WorkloadKind>;
+  readonly childKinds: readonly ChildKind[];
+  readonly crds: readonly CustomResourceDefinition[];
+}
 
-const byKind = new Map(definitions.map((definition) => [definition.api.kind, definition]));
+const registered: WorkloadDescription<Workload>[] = [];
+let closed: Registry | undefined;
 
-/** Every kind's name, in the order the kinds are listed. */
-export const workloadKinds: readonly WorkloadKind[] = definitions.map((definition) => definition.api.kind);
+/**
+ * Adds `definition` to the kinds. Only before the kinds are first read (see above); a kind, plural
+ * or short name another kind has is refused, as is a kind of child declared otherwise by another
+ * kind (crds/child-kinds.ts), when the registry closes.
+ */
+export function registerKind<W extends Workload>(definition: WorkloadDescription<W>): void {
+  const { kind } = definition.api;
+  if (closed) throw new Error(`kind ${kind} registered after the kinds were read (${closed.definitions.map((d) => d.api.kind).join(", ")}): register a kind before anything reads them, from a module loaded first`);
+  const names = (api: WorkloadDescription<Workload>["api"]) => [api.kind.toLowerCase(), api.plural, ...(api.shortNames ?? [])];
+  const taken = registered.find((other) => names(other.api).some((name) => names(definition.api).includes(name)));
+  if (taken) throw new Error(`kind ${kind}: its kind, plural or a short name is ${taken.api.kind}'s already`);
+  registered.push(definition);
+}
+
+registerKind(appKind);
+registerKind(memcachedKind);
+
+function registry(): Registry {
+  closed ??= derive(registered);
+  return closed;
+}
+
+function derive(definitions: readonly WorkloadDescription<Workload>[]): Registry {
+  const kinds = definitions.map((definition) => definition.api.kind);
+  const byName = new Map(definitions.flatMap((definition) => {
+    const { kind, plural, shortNames = [] } = definition.api;
+    return [kind.toLowerCase(), plural, ...shortNames].flatMap((name) => [name, `${name}.${group}`]).map((name): [string, WorkloadKind] => [name, kind]);
+  }));
+  return {
+    definitions,
+    byKind: new Map(definitions.map((definition) => [definition.api.kind, definition])),
+    byName,
+    childKinds: childKindUnion(definitions.map((definition) => [definition.api.kind, definition.childKinds] as const)),
+    crds: definitions.map((definition) => customResourceDefinition(definition.api, kinds)),
+  };
+}
+
+/** Every kind's name, in the order the kinds are registered. */
+export function workloadKinds(): readonly WorkloadKind[] {
+  return registry().definitions.map((definition) => definition.api.kind);
+}
 
 /** Every kind's resource (plural), in the same order. */
-export const kindPlurals: readonly string[] = definitions.map((definition) => definition.api.plural);
+export function kindPlurals(): readonly string[] {
+  return registry().definitions.map((definition) => definition.api.plural);
+}
 
 export function isWorkloadKind(kind: unknown): kind is WorkloadKind {
-  return typeof kind === "string" && byKind.has(kind);
+  return typeof kind === "string" && registry().byKind.has(kind);
 }
 
 /** The definition of `kind`; an unknown kind is a programming error. */
 export function kindDefinition(kind: WorkloadKind): WorkloadDescription<Workload> {
-  const definition = byKind.get(kind);
-  if (!definition) throw new Error(`no kind ${kind}: the kinds are ${workloadKinds.join(", ")}`);
+  const definition = registry().byKind.get(kind);
+  if (!definition) throw new Error(`no kind ${kind}: the kinds are ${workloadKinds().join(", ")}`);
   return definition;
 }
 
-/** Every name kubectl takes for a kind's objects, lower case: the kind, its plural, its short names, each also with the group (app, apps, asapp, apps.appstack.dev). */
-const byName = new Map(definitions.flatMap((definition) => {
-  const { kind, plural, shortNames = [] } = definition.api;
-  return [kind.toLowerCase(), plural, ...shortNames].flatMap((name) => [name, `${name}.${group}`]).map((name): [string, WorkloadKind] => [name, kind]);
-}));
-
 /** The kind a person names as kubectl takes it (`app`, `apps`, `asapp`, `apps.appstack.dev`, any case); undefined for none. */
 export function kindNamed(name: string): WorkloadKind | undefined {
-  return byName.get(name.toLowerCase());
+  return registry().byName.get(name.toLowerCase());
 }
 
 /** The resource (plural) of `kind`: apps. */
@@ -46,7 +101,31 @@ export function pluralOf(kind: WorkloadKind): string {
 }
 
 /** Each kind's CRD, derived from its definition. */
-export const customResourceDefinitions: readonly CustomResourceDefinition[] = definitions.map((definition) => customResourceDefinition(definition.api, workloadKinds));
+export function customResourceDefinitions(): readonly CustomResourceDefinition[] {
+  return registry().crds;
+}
+
+/** Every kind of child of every kind, each once, in the order first declared: what the watches, the RBAC rules and the ownership policy cover. */
+export function childKinds(): readonly ChildKind[] {
+  return registry().childKinds;
+}
+
+/** The kind of child named `kind` (`Deployment`); a name no kind declares is a programming error. */
+export function childKindNamed(kind: string): ChildKind {
+  const found = registry().childKinds.find((candidate) => candidate.kind === kind);
+  if (!found) throw new Error(`no kind declares the child kind ${kind}: the child kinds are ${registry().childKinds.map((k) => k.kind).join(", ")}`);
+  return found;
+}
+
+/** The kind of child whose Pulumi type is `resourceType`; undefined for any other resource (the provider, a component). */
+export function childKindOfType(resourceType: string): ChildKind | undefined {
+  return registry().childKinds.find((kind) => kind.resourceType === resourceType);
+}
+
+/** What besides the kinds' CRDs makes up appstack's API in a cluster: the ownership policy over every kind of child, and its binding. */
+export function apiPolicies(): readonly [ReturnType<typeof ownershipPolicy>, typeof ownershipPolicyBinding] {
+  return [ownershipPolicy(childKinds()), ownershipPolicyBinding];
+}
 
 /** The description of `object`'s kind. */
 export function describe<W extends Workload>(object: W): WorkloadDescription<W> {
@@ -58,7 +137,10 @@ export function podSelector(object: Workload): Record<string, string> {
   return selectorLabels(ownerOf(object), describe(object).appName(object));
 }
 
-/** Every child `object` has, with the manifests its component applies. */
+/**
+ * Every child `object` has, with the manifests its component applies. A child of a kind its
+ * definition does not declare is refused here, before anything is applied, naming the kind.
+ */
 export function childManifests(object: Workload): ChildManifest[] {
-  return describe(object).children(ownerOf(object), object.spec);
+  return declaredChildren(describe(object), ownerOf(object), object.spec);
 }

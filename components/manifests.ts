@@ -24,6 +24,8 @@ export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps
         metadata: { labels: metadata.labels },
         spec: {
           ...(security.pod ? { securityContext: security.pod } : {}),
+          // No API token in pods that never call the API, unless the spec asks for one.
+          automountServiceAccountToken: spec.automountServiceAccountToken ?? false,
           containers: [
             {
               name: containerName,
@@ -82,6 +84,22 @@ export const defaultMemcachedImage = "memcached:1.6";
 /** The memcache user of the official memcached image; any image runs as it under Restricted. */
 export const defaultMemcachedUser = 11211;
 
+/** memcached's item storage (`--memory-limit`, in MiB: memcached counts megabytes of 1,048,576 bytes). */
+export const memcachedCacheMiB = 64;
+
+/**
+ * The container's memory, request and limit alike: the cache and as much again. `--memory-limit`
+ * bounds only the items; memcached allocates outside it too: the first 1 MiB page of each of its
+ * slab classes (some forty) even past the limit, its hash table (a few MiB for a cache this size,
+ * twice that while it grows), each connection's buffers and each worker thread's stack. The kernel
+ * kills the container at its limit, so the limit must be the cache and that, never the cache alone;
+ * the request equal to the limit keeps the pods' memory Guaranteed.
+ */
+export const memcachedMemory = `${memcachedCacheMiB * 2}Mi`;
+
+/** How the kubelet tells memcached's pods are up: a TCP connection to 11211 (memcached answers nothing else without a client protocol). */
+const memcachedProbe = { tcpSocket: { port: memcachedPort } };
+
 export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.types.input.apps.v1.Deployment {
   const metadata = childMetadata(owner, memcachedAppName);
   const security = securityContexts(spec.podSecurity, { profile: "Restricted", runAsUser: defaultMemcachedUser });
@@ -94,15 +112,20 @@ export function memcachedDeployment(owner: Owner, spec: MemcachedSpec): k8s.type
         metadata: { labels: metadata.labels },
         spec: {
           ...(security.pod ? { securityContext: security.pod } : {}),
+          // memcached never calls the API.
+          automountServiceAccountToken: false,
           containers: [
             {
               name: "memcached",
               image: spec.image,
-              ...(security.container ? { securityContext: security.container } : {}),
-              args: ["--memory-limit=64", "-o", "modern", "-v"],
+              // memcached writes no file (no extstore here): a read-only root under any profile.
+              securityContext: { ...security.container, readOnlyRootFilesystem: true },
+              args: [`--memory-limit=${memcachedCacheMiB}`, "-o", "modern", "-v"],
               ports: [{ name: "memcached", containerPort: memcachedPort, protocol: "TCP" }],
-              resources: { requests: { cpu: "100m", memory: "128Mi" } },
-              livenessProbe: { tcpSocket: { port: memcachedPort }, initialDelaySeconds: 30, periodSeconds: 10 },
+              resources: { requests: { cpu: "100m", memory: memcachedMemory }, limits: { memory: memcachedMemory } },
+              // Ready as soon as it accepts connections (the Service sends none before); live unless it stops accepting them.
+              readinessProbe: { ...memcachedProbe, periodSeconds: 5 },
+              livenessProbe: { ...memcachedProbe, initialDelaySeconds: 30, periodSeconds: 10 },
             },
           ],
         },

@@ -8,6 +8,7 @@ import { podSecurityField } from "../crds/spec-fields.ts";
 import type { WorkloadStatus } from "../crds/types.ts";
 import { defaultMemcachedImage, defaultMemcachedUser, memcachedAppName, memcachedDeployment, memcachedService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
+import { deploymentChild, serviceChild } from "./child-kind.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
 
 const memcachedFields = {
@@ -32,6 +33,9 @@ export interface MemcachedWorkloadArgs {
   readonly spec: MemcachedSpec;
 }
 
+/** The kinds of child a Memcached makes. */
+const memcachedChildKinds = [deploymentChild, serviceChild] as const;
+
 /** A Memcached's children: its Deployment and its Service. The component declares exactly these. */
 function memcachedChildren(owner: Owner, spec: MemcachedSpec): ChildManifest[] {
   return [
@@ -46,7 +50,7 @@ export class MemcachedWorkload extends pulumi.ComponentResource {
 
   constructor(name: string, args: MemcachedWorkloadArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:apps:Memcached", name, {}, opts);
-    const declared = declareChildren(name, memcachedChildren(args.owner, args.spec), this);
+    const declared = declareChildren(name, memcachedChildren(args.owner, args.spec), memcachedChildKinds, this);
     // memcachedChildren always lists both.
     this.deployment = declared.Deployment!;
     this.service = declared.Service!;
@@ -68,6 +72,7 @@ export const memcachedKind = defineKind<typeof memcachedFields, MemcachedStatus>
     replicasPath: ".spec.size",
   },
   appName: () => memcachedAppName,
+  childKinds: memcachedChildKinds,
   children: memcachedChildren,
   component: (owner, spec, opts) => new MemcachedWorkload(owner.name, { owner, spec }, opts),
   replicas: (spec) => spec.size,

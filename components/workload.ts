@@ -1,54 +1,56 @@
 // What differs between the kinds of appstack object, in one description per kind, kept beside its
 // component (components/app.ts, components/memcached.ts): the operator's watch, programs, drift
-// check and status read only this. A new kind is its API (crds/) and its component with its
-// description, listed in components/kinds.ts.
-import * as k8s from "@pulumi/kubernetes";
+// check and status read only this. A new kind is its definition, registered with the registry
+// (components/kinds.ts), which derives its CRD, the watches and RBAC of its kinds of child and
+// their place in the ownership policy.
+import type * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { KindObject, Workload, WorkloadStatus } from "../crds/types.ts";
 import type { KindApi } from "../crds/crd.ts";
 import type { Static, TObject, TProperties } from "../crds/schema-kit.ts";
-import type { ChildKind } from "../crds/child-kinds.ts";
+import type { ChildKind } from "./child-kind.ts";
 import type { Owner } from "./metadata.ts";
 
-/** The manifest a component applies, by kind of child (crds/child-kinds.ts). */
-export interface ManifestOf {
-  readonly Deployment: k8s.types.input.apps.v1.Deployment;
-  readonly Service: k8s.types.input.core.v1.Service;
+/**
+ * A child of an appstack object as its component declares it: the kind (one of the kinds of child
+ * its definition declares), its name and the manifest applied.
+ */
+export interface ChildManifest {
+  readonly kind: string;
+  readonly name: string;
+  readonly manifest: object;
 }
 
-/** A child of an appstack object as its component declares it: the kind, its name and the manifest applied. */
-export type ChildManifest<K extends ChildKind = ChildKind> = { readonly [C in K]: { readonly kind: C; readonly name: string; readonly manifest: ManifestOf[C] } }[K];
+/** The resources a component declared, by kind of child: `declared.Deployment`. */
+export type DeclaredChildren<Ks extends readonly ChildKind[]> = { -readonly [C in Ks[number] as C["kind"]]?: ReturnType<C["declare"]> };
 
-/** The Pulumi resource of each kind of child. */
-export interface ResourceOf {
-  readonly Deployment: k8s.apps.v1.Deployment;
-  readonly Service: k8s.core.v1.Service;
+/** The kind of child named `name` among `kinds`; a child of a kind its definition does not declare is refused, naming the kind to declare. */
+export function declaredKind<Ks extends readonly ChildKind[]>(kinds: Ks, owner: string, name: string): Ks[number] {
+  const kind = kinds.find((candidate) => candidate.kind === name);
+  if (!kind) throw new Error(`${owner} makes a child of kind ${name}, which its definition does not declare: add it to its childKinds (declared: ${kinds.map((k) => k.kind).join(", ") || "none"})`);
+  return kind;
 }
 
-type Declaration<K extends ChildKind> = (name: string, manifest: ManifestOf[K], opts: pulumi.CustomResourceOptions) => ResourceOf[K];
-
-const declarations: { readonly [K in ChildKind]: Declaration<K> } = {
-  Deployment: (name, manifest, opts) => new k8s.apps.v1.Deployment(name, manifest, opts),
-  Service: (name, manifest, opts) => new k8s.core.v1.Service(name, manifest, opts),
-};
-
-/** The resources a component declared, by kind of child. */
-export type DeclaredChildren = { -readonly [K in ChildKind]?: ResourceOf[K] };
+/**
+ * `definition`'s children for `owner` with `spec`: what its component applies. A child of a kind
+ * the definition does not declare is refused here, before anything is applied, naming the kind.
+ */
+export function declaredChildren<W extends Workload>(definition: WorkloadDescription<W>, owner: Owner, spec: W["spec"]): ChildManifest[] {
+  const children = definition.children(owner, spec);
+  for (const child of children) declaredKind(definition.childKinds, `${owner.kind} ${owner.namespace}/${owner.name}`, child.kind);
+  return children;
+}
 
 /**
  * Declares `children` (a kind's description lists them: the one list of what it has, which the
- * ownership check reads too) as Pulumi resources named `name` under `parent`, in their order.
+ * ownership check reads too) as Pulumi resources named `name` under `parent`, in their order, each
+ * as its kind among `kinds` (the definition's childKinds) declares it.
  */
-export function declareChildren(name: string, children: readonly ChildManifest[], parent: pulumi.Resource): DeclaredChildren {
-  const declared: DeclaredChildren = {};
-  for (const child of children) declare(declared, name, child, { parent });
-  return declared;
-}
-
-function declare<K extends ChildKind>(declared: DeclaredChildren, name: string, child: ChildManifest<K>, opts: pulumi.CustomResourceOptions): void {
-  const declaration: Declaration<K> = declarations[child.kind];
-  declared[child.kind] = declaration(name, child.manifest, opts);
+export function declareChildren<const Ks extends readonly ChildKind[]>(name: string, children: readonly ChildManifest[], kinds: Ks, parent: pulumi.Resource): DeclaredChildren<Ks> {
+  const declared: Record<string, pulumi.CustomResource> = {};
+  for (const child of children) declared[child.kind] = declaredKind(kinds, name, child.kind).declare(name, child.manifest, { parent });
+  return declared as DeclaredChildren<Ks>;
 }
 
 /** A component that owns a Deployment (the children's first, and the one status follows). */
@@ -64,7 +66,12 @@ export interface WorkloadDescription<W extends Workload> {
   readonly api: KindApi;
   /** The app.kubernetes.io/name of its children (with the instance and the kind, it selects the pods). */
   appName(object: W): string;
-  /** Every child and its manifest: exactly what the component applies. */
+  /**
+   * The kinds of child its objects make: the watches, the RBAC rules, the ownership policy and the
+   * drift check cover exactly the union of every registered kind's (components/kinds.ts).
+   */
+  readonly childKinds: readonly ChildKind[];
+  /** Every child and its manifest: exactly what the component applies, each of a kind in `childKinds`. */
   children(owner: Owner, spec: W["spec"]): ChildManifest[];
   /** The component of the object's inline program. */
   component(owner: Owner, spec: W["spec"], opts: pulumi.ComponentResourceOptions): WorkloadComponent;
@@ -83,5 +90,8 @@ export type ObjectOf<F extends TProperties, S extends WorkloadStatus = WorkloadS
  * other part of the operator (watches, CRD, policies, the command line) reads the kind from this.
  */
 export function defineKind<F extends TProperties, S extends WorkloadStatus = WorkloadStatus>(definition: WorkloadDescription<ObjectOf<F, S>> & { readonly api: KindApi<F> }): WorkloadDescription<ObjectOf<F, S>> {
+  const names = definition.childKinds.map((kind) => kind.kind);
+  const twice = names.find((name, index) => names.indexOf(name) !== index);
+  if (twice) throw new Error(`${definition.api.kind} declares the child kind ${twice} twice`);
   return definition;
 }

@@ -1,35 +1,45 @@
-// The kinds of child an appstack object has, in one table: what the watches, the ownership check
-// and its admission policy, the drift check, the RBAC rules and the stack's state all key on. A new
-// kind of child is a row here, its manifest and Pulumi resource (components/workload.ts) and its
-// typed client calls (operator/kube/child-apis.ts); the compiler names each place a row is missing.
+// The kinds of child an appstack object may have, as each kind's definition declares them
+// (components/workload.ts): what the watches, the ownership check and its admission policy, the
+// drift check, the RBAC rules and the stack's state key on. Nothing here names a kind of child:
+// the registry (components/kinds.ts) takes the union of every registered kind's declarations.
 
+/** A kind of Kubernetes object a kind's objects make, as its definition declares it. */
 export interface ChildKindInfo {
+  /** `apps/v1`, or `v1` for the core group. */
   readonly apiVersion: string;
+  /** `Deployment`: how drift messages, Events and the stack's state name the child. */
+  readonly kind: string;
   /** The resource's plural, as REST paths, RBAC rules and admission rules name it. */
   readonly plural: string;
-  /** The Pulumi type, as a stack's state and a preview's steps name it. */
+  /**
+   * Whether its objects live in a namespace. A child lives in its object's namespace (an
+   * ownerReference of a namespaced object cannot name a cluster-scoped one), so the registry
+   * refuses a cluster-scoped kind of child.
+   */
+  readonly namespaced: boolean;
+  /** The Pulumi type, as a stack's state and a preview's steps name it: `kubernetes:apps/v1:Deployment`. */
   readonly resourceType: string;
 }
 
-export const childKinds = {
-  Deployment: { apiVersion: "apps/v1", plural: "deployments", resourceType: "kubernetes:apps/v1:Deployment" },
-  Service: { apiVersion: "v1", plural: "services", resourceType: "kubernetes:core/v1:Service" },
-} as const satisfies Record<string, ChildKindInfo>;
-
-export type ChildKind = keyof typeof childKinds;
-
-/** Every kind of child, in the order the components declare them. */
-export const childKindNames = Object.keys(childKinds) as ChildKind[];
-
-/** The kind of child whose Pulumi type is `resourceType`; undefined for any other resource. */
-export function childKindOf(resourceType: string): ChildKind | undefined {
-  return childKindNames.find((kind) => childKinds[kind].resourceType === resourceType);
+/** The API group (empty for the core group) and version of `apiVersion`, as RBAC and admission rules name them. */
+export function splitApiVersion(apiVersion: string): { readonly group: string; readonly version: string } {
+  const [group, version] = apiVersion.split("/");
+  return version === undefined ? { group: "", version: group! } : { group: group!, version };
 }
 
-/** The API group (empty for the core group) and version of `kind`, as RBAC and admission rules name them. */
-export function groupVersionOf(kind: ChildKind): { readonly group: string; readonly version: string } {
-  const [group, version] = childKinds[kind].apiVersion.split("/");
-  return version === undefined ? { group: "", version: group! } : { group: group!, version };
+/** The API group and version of a kind of child. */
+export function groupVersionOf(kind: ChildKindInfo): { readonly group: string; readonly version: string } {
+  return splitApiVersion(kind.apiVersion);
+}
+
+/**
+ * The Pulumi type the Kubernetes provider gives `kind` of `apiVersion`: `kubernetes:core/v1:Service`
+ * for the core group, `kubernetes:<group>/<version>:<Kind>` for every other, built in or custom
+ * (`kubernetes:apps/v1:Deployment`, `kubernetes:cert-manager.io/v1:Certificate`).
+ */
+export function kubernetesResourceType(apiVersion: string, kind: string): string {
+  const { group, version } = splitApiVersion(apiVersion);
+  return `kubernetes:${group || "core"}/${version}:${kind}`;
 }
 
 /** The REST path of the `plural` objects of `apiVersion`, in `namespace` or in all namespaces. */
@@ -39,6 +49,37 @@ export function resourcePath(apiVersion: string, plural: string, namespace?: str
 }
 
 /** The REST path of `kind`'s objects, in `namespace` or in all namespaces. */
-export function childPath(kind: ChildKind, namespace?: string): string {
-  return resourcePath(childKinds[kind].apiVersion, childKinds[kind].plural, namespace);
+export function childPath(kind: ChildKindInfo, namespace?: string): string {
+  return resourcePath(kind.apiVersion, kind.plural, namespace);
+}
+
+/** What makes two declarations of a kind of child the same one. */
+function sameKind(a: ChildKindInfo, b: ChildKindInfo): boolean {
+  return a.apiVersion === b.apiVersion && a.plural === b.plural && a.namespaced === b.namespaced && a.resourceType === b.resourceType;
+}
+
+/**
+ * The union of the kinds of child `declared` (per kind of object, `[its kind, its child kinds]`), in
+ * the order first declared. A kind of child is named by its `kind` alone, as drift messages, Events
+ * and `RecordedChild` name it (`Deployment web`), so two declarations of one name must be the same
+ * kind: one of `apps/v1` and one of `example.com/v1`, or a cluster-scoped one, is refused here,
+ * naming both kinds of object, before anything watches or applies.
+ */
+export function childKindUnion<T extends ChildKindInfo>(declared: readonly (readonly [owner: string, kinds: readonly T[]])[]): T[] {
+  const union = new Map<string, { readonly kind: T; readonly owner: string }>();
+  for (const [owner, kinds] of declared) {
+    for (const kind of kinds) {
+      if (!kind.namespaced) throw new Error(`${owner} declares the cluster-scoped child kind ${kind.kind} (${kind.apiVersion}): a child lives in its object's namespace`);
+      const first = union.get(kind.kind);
+      if (!first) union.set(kind.kind, { kind, owner });
+      else if (!sameKind(first.kind, kind)) {
+        throw new Error(`the child kind ${kind.kind} is declared as ${describeKind(first.kind)} by ${first.owner} and as ${describeKind(kind)} by ${owner}: a child kind's name names one kind`);
+      }
+    }
+  }
+  return [...union.values()].map(({ kind }) => kind);
+}
+
+function describeKind(kind: ChildKindInfo): string {
+  return `${kind.apiVersion} ${kind.plural} (${kind.resourceType})`;
 }

@@ -2,8 +2,9 @@
 // but between its check and the engine's write someone may create an object of the same name, and
 // the pinned Kubernetes provider turns a create of an existing object into an update ("upsert",
 // server-side apply). This policy closes that window in the API server itself: an update may not
-// make an existing Deployment or Service controlled by an appstack object it was not created for.
-import { childKindNames, childKinds, groupVersionOf } from "./child-kinds.ts";
+// make an existing object of any kind of child (every kind's declared kinds, components/kinds.ts)
+// controlled by an appstack object it was not created for.
+import { groupVersionOf, type ChildKindInfo } from "./child-kinds.ts";
 
 export const ownershipPolicyName = "appstack.dev-ownership";
 
@@ -12,27 +13,30 @@ const takesOver =
   "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.apiVersion.startsWith('appstack.dev/') && " +
   "!(has(oldObject.metadata.ownerReferences) && oldObject.metadata.ownerReferences.exists(o, o.uid == r.uid)))";
 
-export const ownershipPolicy = {
-  apiVersion: "admissionregistration.k8s.io/v1",
-  kind: "ValidatingAdmissionPolicy",
-  metadata: { name: ownershipPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } },
-  spec: {
-    failurePolicy: "Fail",
-    matchConstraints: {
-      resourceRules: childKindNames.map((kind) => {
-        const { group, version } = groupVersionOf(kind);
-        return { apiGroups: [group], apiVersions: [version], operations: ["UPDATE"], resources: [childKinds[kind].plural] };
-      }),
-    },
-    validations: [
-      {
-        expression: `!(${takesOver})`,
-        message: "appstack does not take over an existing object: it was not created for the appstack object that now claims it (ResourceConflict)",
-        reason: "Forbidden",
+/** The policy over updates of `childKinds`' objects. */
+export function ownershipPolicy(childKinds: readonly ChildKindInfo[]) {
+  return {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy",
+    metadata: { name: ownershipPolicyName, labels: { "app.kubernetes.io/part-of": "appstack" } },
+    spec: {
+      failurePolicy: "Fail",
+      matchConstraints: {
+        resourceRules: childKinds.map((kind) => {
+          const { group, version } = groupVersionOf(kind);
+          return { apiGroups: [group], apiVersions: [version], operations: ["UPDATE"], resources: [kind.plural] };
+        }),
       },
-    ],
-  },
-} as const;
+      validations: [
+        {
+          expression: `!(${takesOver})`,
+          message: "appstack does not take over an existing object: it was not created for the appstack object that now claims it (ResourceConflict)",
+          reason: "Forbidden",
+        },
+      ],
+    },
+  } as const;
+}
 
 export const ownershipPolicyBinding = {
   apiVersion: "admissionregistration.k8s.io/v1",

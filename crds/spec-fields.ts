@@ -39,6 +39,16 @@ export function podSecurityField(defaultProfile: PodSecurityProfile, defaultUser
 }
 
 /**
+ * spec.automountServiceAccountToken for a kind whose pods may call the Kubernetes API. No default:
+ * absent reads as false, so objects stored before the field existed stay as they are.
+ */
+export function automountServiceAccountTokenField() {
+  return Type.Optional(Type.Boolean({
+    description: "true mounts the token of the pods' ServiceAccount (the namespace's default) into them, for an image that calls the Kubernetes API. Unset or false, none is mounted: a pod that never calls the API holds no credential for it.",
+  }));
+}
+
+/**
  * operator/controller/tenancy.ts. A plain name (a DNS-1123 subdomain, as a ServiceAccount's):
  * `system:serviceaccount:ns:sa` or `ns/sa` cannot be written, so no object names another
  * namespace's ServiceAccount.

@@ -6,6 +6,7 @@ import yaml from "js-yaml";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { WorkloadKind } from "../../crds/types.ts";
 import { kindNamed, workloadKinds } from "../../components/kinds.ts";
+import { ChildObjectApi } from "../kube/child-apis.ts";
 import { inWords } from "../../crds/spec-fields.ts";
 import { apiClient, briefError, type KubeClients } from "../kube/clients.ts";
 import { UsageError } from "./flags.ts";
@@ -64,7 +65,7 @@ export function kubeConfigOf(flags: KubeFlags): KubeConfig {
 
 export function cliClients(flags: KubeFlags): KubeClients {
   const config = kubeConfigOf(flags);
-  return { config, core: apiClient(config, CoreV1Api), apps: apiClient(config, AppsV1Api), custom: apiClient(config, CustomObjectsApi) };
+  return { config, core: apiClient(config, CoreV1Api), apps: apiClient(config, AppsV1Api), custom: apiClient(config, CustomObjectsApi), objects: apiClient(config, ChildObjectApi) };
 }
 
 /** -n, else the context's namespace, else default (as kubectl). */
@@ -73,13 +74,13 @@ export function namespaceOf(flags: KubeFlags, config: KubeConfig): string {
 }
 
 /** How a person names one object of each kind: app/NAME. */
-const objectRefs = workloadKinds.map((kind) => `${kind.toLowerCase()}/NAME`);
+const objectRefs = workloadKinds().map((kind) => `${kind.toLowerCase()}/NAME`);
 
 /** How a usage text names one object: `app/NAME|memcached/NAME`, one per kind. */
 export const objectRefUsage = objectRefs.join("|");
 
 /** The kinds in words, joined by `conjunction`: "App and Memcached". */
-export const kindsInWords = (conjunction: "and" | "or"): string => inWords(workloadKinds, conjunction);
+export const kindsInWords = (conjunction: "and" | "or"): string => inWords(workloadKinds(), conjunction);
 
 /** `app/web` (as kubectl writes it) to its kind and name. */
 export function parseObjectRef(text: string | undefined, usage: string): { kind: WorkloadKind; name: string } {

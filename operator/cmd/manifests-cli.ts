@@ -26,6 +26,7 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
   --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)
   --metrics-cert-secret NAME   a kubernetes.io/tls Secret there for the HTTPS metrics server (default: self-signed, made at start)
+  --network-policy true|false   a NetworkPolicy for the operator's pods: egress to DNS, the API server and the database, ingress to /metrics
   --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)
   It needs a clone of this repository with npm ci done, and Go (README.md#prerequisites): it first builds,
   once, into the cache, the Pulumi CLI (or uses a pulumi on PATH at the pinned version), its Node.js
@@ -48,6 +49,7 @@ export const manifestsOptions = {
   "object-metrics": "objectMetrics",
   "service-monitor": "serviceMonitor",
   "metrics-cert-secret": "metricsCertSecret",
+  "network-policy": "networkPolicy",
   "default-service-account": "defaultServiceAccount",
 } as const;
 
@@ -58,7 +60,7 @@ export const manifestsFlags = {
 } as const;
 
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
-const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "ServiceMonitor"];
+const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "NetworkPolicy", "ServiceMonitor"];
 
 /** What the command does besides parsing and writing: a test observes the one and stands in for the other. */
 export interface ManifestsSteps {

@@ -61,7 +61,7 @@ function previewFlags(argv: readonly string[]): { options: Options; flags: Opera
 function workloadsIn(files: readonly string[], defaultNamespace: string): Workload[] {
   return files.flatMap((file) => readManifests(file === "-" ? "/dev/stdin" : file)).map((object: KubernetesObject) => {
     if (object.apiVersion !== apiVersion || !isWorkloadKind(object.kind)) {
-      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${apiVersion} ${workloadKinds.join(" and ")} can be previewed`);
+      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${apiVersion} ${workloadKinds().join(" and ")} can be previewed`);
     }
     if (!object.metadata?.name) throw new Error(`${object.kind} without metadata.name`);
     return { ...object, metadata: { ...object.metadata, namespace: object.metadata.namespace ?? defaultNamespace } } as Workload;

@@ -120,7 +120,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);
     // The shard labels' and the approval's policies name this process's user (the kubeconfig's) as the operator's.
-    log.info("API installed", { crds: customResourceDefinitions.map((crd) => crd.metadata.name).join(", "), policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}, ${approvalPolicyName}` });
+    log.info("API installed", { crds: customResourceDefinitions().map((crd) => crd.metadata.name).join(", "), policies: `${ownershipPolicyName}, ${shardLabelsPolicyName}, ${approvalPolicyName}` });
     const operator = await startService(config, engineBinaries(), log);
     if (withSamples) {
       const files = await sampleFiles(cluster, say);

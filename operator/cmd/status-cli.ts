@@ -99,7 +99,7 @@ async function listStates(argv: readonly string[]) {
   const all = values["all-namespaces"] === true;
   const namespace = namespaceOf(values, clients.config);
   const objects: Workload[] = [];
-  for (const kind of workloadKinds) {
+  for (const kind of workloadKinds()) {
     const target = { group, version, plural: pluralOf(kind) };
     const list = (all ? await clients.custom.listClusterCustomObject(target) : await clients.custom.listNamespacedCustomObject({ ...target, namespace })) as { items: Workload[] };
     objects.push(...list.items.map((item) => ({ ...item, kind })));

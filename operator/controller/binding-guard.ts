@@ -108,7 +108,7 @@ export class BindingGuard {
 
   /** From the API server, not a cache: an object whose finalizer was just added must count. */
   private async anyFinalized(namespace: string): Promise<boolean> {
-    for (const kind of workloadKinds) {
+    for (const kind of workloadKinds()) {
       const list = (await this.clients.custom.listNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace })) as { items: Workload[] };
       if (list.items.some((object) => object.metadata.finalizers?.includes(finalizerName))) return true;
     }

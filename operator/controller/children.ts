@@ -3,17 +3,15 @@
 // fields that differ. Read from the watch cache where that is fresh enough; from the API server
 // where the cache cannot know (objects without appstack's labels) or where the answer must name
 // what `up` has just made.
-import type { KubernetesObject, V1Deployment } from "@kubernetes/client-node";
-import { childManifests } from "../../components/kinds.ts";
+import { PatchStrategy, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
+import { childKindNamed, childManifests } from "../../components/kinds.ts";
 import type { ChildManifest } from "../../components/workload.ts";
 import { fieldManager } from "../../components/metadata.ts";
-import { childKinds } from "../../crds/child-kinds.ts";
 import type { Workload } from "../../crds/types.ts";
 import { additions } from "./additions.ts";
 import { differences } from "./compare.ts";
 import { handOver } from "./handover.ts";
-import { childApis } from "../kube/child-apis.ts";
-import { actingAs, isConflict, jsonPatch, orUndefined, serverSideApply, type JsonPatch, type KubeClients } from "../kube/clients.ts";
+import { actingAs, isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import type { RecordedChild } from "../pulumi/checkpoints.ts";
 import { actingUser, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
@@ -140,7 +138,7 @@ export class Children {
       ];
       const target = { name: state.child.name, namespace, body: patch };
       try {
-        await childApis[state.child.kind].patch(this.writer(object), target, jsonPatch);
+        await this.writer(object).objects.patchChild(childKindNamed(state.child.kind), target, PatchStrategy.JsonPatch);
         return true;
       } catch (error) {
         if (!isConflict(error)) throw error;
@@ -164,7 +162,8 @@ export class Children {
       if (state.state !== "owned" || !state.added.length) continue;
       const { kind, name, manifest } = state.child;
       const target = { name, namespace: object.metadata.namespace, fieldManager, force: true };
-      await childApis[kind].patch(this.writer(object), { ...target, body: { apiVersion: childKinds[kind].apiVersion, kind, ...manifest } }, serverSideApply);
+      const childKind = childKindNamed(kind);
+      await this.writer(object).objects.patchChild(childKind, { ...target, body: { apiVersion: childKind.apiVersion, kind, ...manifest } }, PatchStrategy.ServerSideApply);
       applied++;
     }
     return applied;
@@ -185,6 +184,6 @@ export class Children {
   }
 
   private read(namespace: string, child: Pick<ChildManifest, "kind" | "name">): Promise<KubernetesObject | undefined> {
-    return orUndefined(() => childApis[child.kind].read(this.clients, namespace, child.name));
+    return orUndefined(() => this.clients.objects.readChild(childKindNamed(child.kind), namespace, child.name));
   }
 }

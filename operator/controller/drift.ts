@@ -8,7 +8,7 @@ import type { Workload } from "../../crds/types.ts";
 import { canonicalJson } from "../base/canonical-json.ts";
 
 /** Bumped when the program's output changes for an unchanged spec, so that every object is applied anew. */
-export const programVersion = "3";
+export const programVersion = "4";
 
 export interface Applied {
   readonly programVersion: string;

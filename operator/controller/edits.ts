@@ -1,5 +1,6 @@
 // Edits by others, as managedFields record them. appstack owns the whole spec it renders (the pod
-// template, the rollout fields, the Service's spec): a field there that anyone but appstack and
+// template, the rollout fields, the Service's spec; what any other kind of child holds beside its
+// metadata and status, such as a ConfigMap's data): a field there that anyone but appstack and
 // the cluster's own controllers set is theirs to undo. The API server's defaults belong to nobody
 // (no entry names them) and a mutating webhook's changes to the request that triggered them, so
 // neither is ever an edit of someone else's on a child appstack applied. Metadata is shared: a
@@ -81,14 +82,17 @@ function only(fields: FieldSet, path: readonly string[]): FieldSet {
   return { [head]: isFieldSet(child) && "." in child ? { ".": child["."], ...inner } : inner };
 }
 
+/** The top-level fields that are not what a child holds: its metadata is shared, its status the cluster's. */
+const notContents = new Set(["f:metadata", "f:status", "."]);
+
 /**
- * An edit's fields split in two: those in the spec appstack renders (drift: named, and handed to
+ * An edit's fields split in two: those in what appstack renders beyond metadata and status (a
+ * Deployment's or a Service's spec, a ConfigMap's data, a Role's rules: drift, named, and handed to
  * appstack to undo) and the rest (metadata, and what is exempt), which stay the editor's.
  */
 export function splitEdit(fields: FieldSet): { spec: FieldSet; rest: FieldSet } {
-  let spec: FieldSet = "f:spec" in fields ? { "f:spec": fields["f:spec"] } : {};
-  let rest: FieldSet = { ...fields };
-  delete rest["f:spec"];
+  let spec: FieldSet = Object.fromEntries(Object.entries(fields).filter(([key]) => !notContents.has(key)));
+  let rest: FieldSet = Object.fromEntries(Object.entries(fields).filter(([key]) => notContents.has(key)));
   for (const path of exempt) {
     rest = unionOfFields(rest, only(spec, path));
     spec = without(spec, path);

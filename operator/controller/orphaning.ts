@@ -4,12 +4,11 @@
 // garbage collector would delete them with it, and the ownership policy reads it as appstack's
 // claim), the managed-by label (the operator's watches select by it) and the provider's annotations.
 // The selector labels stay: a Deployment's selector is immutable, and its pods carry them.
-import type { KubernetesObject } from "@kubernetes/client-node";
-import { childManifests } from "../../components/kinds.ts";
+import { PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
+import { childKindNamed, childManifests } from "../../components/kinds.ts";
 import { instanceLabel, kindLabel, managedBy, managedByLabel, pulumiAnnotations } from "../../components/metadata.ts";
 import type { Workload } from "../../crds/types.ts";
-import { childApis } from "../kube/child-apis.ts";
-import { actingAs, isConflict, jsonPatch, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
+import { actingAs, isConflict, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import type { RecordedChild } from "../pulumi/checkpoints.ts";
 import { isControlledBy } from "./children.ts";
 import { isSuspended } from "./suspension.ts";
@@ -81,15 +80,15 @@ export class Orphaning {
 
   /** Unmarks one child if `object` controls it; whether it is, or was, `object`'s and still exists. */
   private async unmark(object: Workload, child: RecordedChild): Promise<boolean> {
-    const api = childApis[child.kind];
+    const kind = childKindNamed(child.kind);
     for (let attempt = 1; ; attempt++) {
-      const live = await orUndefined(() => api.read(this.clients, child.namespace, child.name));
+      const live = await orUndefined(() => this.clients.objects.readChild(kind, child.namespace, child.name));
       if (!live) return false;
       if (!isControlledBy(live, object)) return orphanedBefore(live, object);
       const patch = unmarking(live, object.metadata.uid);
       if (!patch) return true;
       try {
-        await api.patch(this.writer(object), { name: child.name, namespace: child.namespace, body: patch }, jsonPatch);
+        await this.writer(object).objects.patchChild(kind, { name: child.name, namespace: child.namespace, body: patch }, PatchStrategy.JsonPatch);
         return true;
       } catch (error) {
         if (!isConflict(error) || attempt >= unmarkAttempts) throw error;

@@ -1,7 +1,7 @@
 // What a repair removes that Pulumi cannot see (additions.ts), as steps of the preview a person
 // approves under updatePolicy Preview: an update of each child with additions, naming their paths.
 // Without them the plan would say "no changes" while the repair it approves removes fields.
-import { childKinds } from "../../crds/child-kinds.ts";
+import { childKindNamed } from "../../components/kinds.ts";
 import type { PreviewStep } from "../../crds/types.ts";
 import type { PlannedChanges } from "../pulumi/preview-steps.ts";
 import type { Observed } from "./children.ts";
@@ -16,7 +16,7 @@ export function withRemovals(planned: PlannedChanges, observed: Observed): Plann
   const steps = planned.steps.map((step) => ({ ...step }));
   for (const state of observed.children) {
     if (state.state !== "owned" || !state.added.length) continue;
-    const type = childKinds[state.child.kind].resourceType;
+    const type = childKindNamed(state.child.kind).resourceType;
     const paths = state.added.map(pathOf);
     const step = steps.find((s) => s.type === type && s.name === state.child.name);
     if (!step) steps.push({ type, name: state.child.name, step: "update", paths });

@@ -3,11 +3,10 @@
 // status-only change leaves a key in backoff to its retry (child-events.ts). An object's change that
 // may end or begin another's wait (spec.dependsOn) queues that other object (dependencies.ts).
 import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from "@kubernetes/client-node";
-import { childKindNames, childPath, resourcePath, type ChildKind } from "../../crds/child-kinds.ts";
-import { workloadKinds, pluralOf } from "../../components/kinds.ts";
+import { childPath, resourcePath } from "../../crds/child-kinds.ts";
+import { childKinds, workloadKinds, pluralOf } from "../../components/kinds.ts";
 import { instanceLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
 import { apiVersion, group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
-import { childApis } from "../kube/child-apis.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { RestartingInformer, type Cached, type FailurePhase } from "../kube/restarting-informer.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
@@ -63,7 +62,8 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promis
 export class Watcher {
   private readonly watches: WatchState[] = [];
   private readonly workloads = new Map<WorkloadKind, Cached<Workload>[]>();
-  private readonly children = new Map<ChildKind, Cached<KubernetesObject>[]>();
+  /** By kind of child (every registered kind's, components/kinds.ts). */
+  private readonly children = new Map<string, Cached<KubernetesObject>[]>();
   private readonly pods = new InstanceIndex<V1Pod>();
   /** The EndpointSlices of the children's Services, which carry their labels: Ready waits for them (service-endpoints.ts). */
   private readonly endpointSlices = new InstanceIndex<V1EndpointSlice>();
@@ -105,13 +105,13 @@ export class Watcher {
     this.availability = namespaces === "all" ? undefined : new NamespaceAvailability(namespaces);
     const scopes = namespaces === "all" ? [undefined] : namespaces;
     for (const ns of scopes) {
-      for (const kind of workloadKinds) {
+      for (const kind of workloadKinds()) {
         const informer = this.workloadInformer(kind, ns);
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
-      for (const kind of childKindNames) {
-        const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => childApis[kind].list(clients, ns, managedSelector), ns, false);
-        this.children.set(kind, [...(this.children.get(kind) ?? []), informer]);
+      for (const kind of childKinds()) {
+        const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => clients.objects.listChildren(kind, ns, managedSelector), ns, false);
+        this.children.set(kind.kind, [...(this.children.get(kind.kind) ?? []), informer]);
       }
       this.pods.follow(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
         ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true));
@@ -288,7 +288,7 @@ export class Watcher {
   }
 
   /** The child of kind `kind` named `name`, as the cache has it. */
-  child(kind: ChildKind, namespace: string, name: string): KubernetesObject | undefined {
+  child(kind: string, namespace: string, name: string): KubernetesObject | undefined {
     return (this.children.get(kind) ?? []).map((informer) => informer.get(name, namespace)).find(Boolean);
   }
 

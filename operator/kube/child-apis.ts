@@ -1,8 +1,11 @@
-// How the operator reads, lists and patches each kind of child (crds/child-kinds.ts) through
-// the typed clients: the one place that picks the client call by kind.
-import type { AppsV1Api, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
-import type { ChildKind } from "../../crds/child-kinds.ts";
-import type { KubeClients } from "./clients.ts";
+// How the operator reads, lists and patches a child of any kind (crds/child-kinds.ts): one generic
+// client, by REST path, that every kind of child shares. It is client-node's KubernetesObjectApi
+// with the kind's resource answered from the declaration rather than by a discovery request, and a
+// patch of its own: the library's takes its path from the body, which a JSON patch has not. Its
+// requests go through the same configuration as the typed clients' (clients.ts: connection pool,
+// deadline, write fence, impersonation), and its answers are deserialized as theirs are.
+import { HttpMethod, KubernetesObjectApi, type KubernetesListObject, type KubernetesObject, type PatchStrategy, type V1APIResource } from "@kubernetes/client-node";
+import { childPath, type ChildKindInfo } from "../../crds/child-kinds.ts";
 
 /** A patch of one child: a JSON patch, or a manifest to apply server-side as `fieldManager`. */
 export interface ChildPatch {
@@ -13,25 +16,40 @@ export interface ChildPatch {
   readonly force?: boolean;
 }
 
-/** The request options (the patch's content type), as every typed client takes them. */
-export type RequestOptions = Parameters<AppsV1Api["patchNamespacedDeployment"]>[1];
+export class ChildObjectApi extends KubernetesObjectApi {
+  /** The children's kinds never need discovery: their declaration says where they are. */
+  private readonly declared = new Map<string, ChildKindInfo>();
 
-export interface ChildApi {
-  read(clients: KubeClients, namespace: string, name: string): Promise<KubernetesObject>;
-  /** In `namespace`, or in all namespaces. */
-  list(clients: KubeClients, namespace: string | undefined, labelSelector: string): Promise<KubernetesListObject<KubernetesObject>>;
-  patch(clients: KubeClients, patch: ChildPatch, options: RequestOptions): Promise<KubernetesObject>;
+  protected override resource(apiVersion: string, kind: string): Promise<V1APIResource | undefined> {
+    const declared = this.declared.get(`${apiVersion} ${kind}`);
+    if (declared) return Promise.resolve({ kind, name: declared.plural, namespaced: declared.namespaced, singularName: "", verbs: [] });
+    return super.resource(apiVersion, kind);
+  }
+
+  private known(kind: ChildKindInfo): void {
+    this.declared.set(`${kind.apiVersion} ${kind.kind}`, kind);
+  }
+
+  /** The child `name` of `kind` in `namespace`. */
+  readChild(kind: ChildKindInfo, namespace: string, name: string): Promise<KubernetesObject> {
+    this.known(kind);
+    return this.read({ apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name, namespace } });
+  }
+
+  /** The children of `kind` that `labelSelector` selects, in `namespace` or in all namespaces. */
+  listChildren(kind: ChildKindInfo, namespace: string | undefined, labelSelector: string): Promise<KubernetesListObject<KubernetesObject>> {
+    this.known(kind);
+    return this.list(kind.apiVersion, kind.kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
+  }
+
+  /** `patch` of one child of `kind`, its body sent as `strategy` says (a JSON patch, a server-side apply). */
+  patchChild(kind: ChildKindInfo, patch: ChildPatch, strategy: PatchStrategy): Promise<KubernetesObject> {
+    const context = this.configuration.baseServer.makeRequestContext(`${childPath(kind, patch.namespace)}/${encodeURIComponent(patch.name)}`, HttpMethod.PATCH);
+    context.setHeaderParam("Accept", "application/json");
+    context.setHeaderParam("Content-Type", strategy);
+    if (patch.fieldManager !== undefined) context.setQueryParam("fieldManager", patch.fieldManager);
+    if (patch.force !== undefined) context.setQueryParam("force", String(patch.force));
+    context.setBody(JSON.stringify(patch.body));
+    return this.requestPromise(context);
+  }
 }
-
-export const childApis: { readonly [K in ChildKind]: ChildApi } = {
-  Deployment: {
-    read: (clients, namespace, name) => clients.apps.readNamespacedDeployment({ name, namespace }),
-    list: (clients, namespace, labelSelector) => namespace ? clients.apps.listNamespacedDeployment({ namespace, labelSelector }) : clients.apps.listDeploymentForAllNamespaces({ labelSelector }),
-    patch: (clients, patch, options) => clients.apps.patchNamespacedDeployment(patch, options),
-  },
-  Service: {
-    read: (clients, namespace, name) => clients.core.readNamespacedService({ name, namespace }),
-    list: (clients, namespace, labelSelector) => namespace ? clients.core.listNamespacedService({ namespace, labelSelector }) : clients.core.listServiceForAllNamespaces({ labelSelector }),
-    patch: (clients, patch, options) => clients.core.patchNamespacedService(patch, options),
-  },
-};

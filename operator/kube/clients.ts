@@ -11,6 +11,7 @@ import {
   type Configuration,
 } from "@kubernetes/client-node";
 import { isWorkloadKind, pluralOf } from "../../components/kinds.ts";
+import { ChildObjectApi } from "./child-apis.ts";
 import { connectionPoolOf, type ConnectionPool } from "./connection-pool.ts";
 import { fencedSignal, WriteFenced, writeFenceOf } from "./write-fence.ts";
 import { group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
@@ -20,6 +21,8 @@ export interface KubeClients {
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
   readonly custom: CustomObjectsApi;
+  /** Children of any declared kind, by path (child-apis.ts). */
+  readonly objects: ChildObjectApi;
 }
 
 const readMethods = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -64,7 +67,7 @@ export function kubeClients(kubeconfigPath?: string, timeoutMs = apiRequestTimeo
   const config = new KubeConfig();
   if (kubeconfigPath) config.loadFromFile(kubeconfigPath);
   else config.loadFromDefault();
-  return { config, core: apiClient(config, CoreV1Api, timeoutMs), apps: apiClient(config, AppsV1Api, timeoutMs), custom: apiClient(config, CustomObjectsApi, timeoutMs) };
+  return { config, core: apiClient(config, CoreV1Api, timeoutMs), apps: apiClient(config, AppsV1Api, timeoutMs), custom: apiClient(config, CustomObjectsApi, timeoutMs), objects: apiClient(config, ChildObjectApi, timeoutMs) };
 }
 
 /** Per client set, its clients acting as each user (actingAs). */
@@ -82,7 +85,8 @@ export function actingAs(clients: KubeClients, user: string): KubeClients {
   if (!acting) {
     const { config } = clients;
     const pool = connectionPoolOf(config);
-    acting = { config, core: apiClient(config, CoreV1Api, apiRequestTimeoutMs, pool, user), apps: apiClient(config, AppsV1Api, apiRequestTimeoutMs, pool, user), custom: apiClient(config, CustomObjectsApi, apiRequestTimeoutMs, pool, user) };
+    const client = <T>(api: new (configuration: Configuration) => T) => apiClient(config, api, apiRequestTimeoutMs, pool, user);
+    acting = { config, core: client(CoreV1Api), apps: client(AppsV1Api), custom: client(CustomObjectsApi), objects: client(ChildObjectApi) };
     users.set(user, acting);
   }
   return acting;

@@ -160,14 +160,35 @@ function positiveInt(text: string | undefined, fallback: number, what: string): 
  * state; any other backend must be given one, or its secrets could not be read after a restart.
  */
 function passphrase(env: Env, stateDir: string, localBackend: boolean, readOnly: boolean): string {
-  const given = env["APPSTACK_PASSPHRASE"] ?? env["PULUMI_CONFIG_PASSPHRASE"];
+  const given = (env["APPSTACK_PASSPHRASE"] ?? env["PULUMI_CONFIG_PASSPHRASE"]) || passphraseFromFile(env);
   if (given) return given;
-  if (!localBackend) throw new Error("set APPSTACK_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE) to encrypt stack secrets");
+  if (!localBackend) throw new Error("set APPSTACK_PASSPHRASE_FILE or APPSTACK_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE or PULUMI_CONFIG_PASSPHRASE) to encrypt stack secrets");
   const file = join(stateDir, "passphrase");
   // Read-only with no file: no operator has used this folder, so no stack needs the passphrase.
   if (readOnly && !existsSync(file)) return "";
   if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString("base64url"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
+}
+
+/**
+ * The passphrase from the file a variable names; a variable with the passphrase itself wins (a
+ * person's shell, `npm start`). APPSTACK_PASSPHRASE_FILE, where the install mounts its Secret so
+ * that no variable of the pod holds it, is read byte for byte, a final newline included: that is
+ * what the Secret's key gave the operator when the install passed it as a variable, and what its
+ * stacks are encrypted with. PULUMI_CONFIG_PASSPHRASE_FILE is read as Pulumi reads it, with the
+ * white space around it trimmed, so that stacks made by the Pulumi CLI with that file open.
+ */
+function passphraseFromFile(env: Env): string | undefined {
+  const own = env["APPSTACK_PASSPHRASE_FILE"];
+  const pulumis = env["PULUMI_CONFIG_PASSPHRASE_FILE"];
+  const file = own || pulumis;
+  if (!file) return undefined;
+  try {
+    const text = readFileSync(file, "utf8");
+    return own ? text : text.trim();
+  } catch (error) {
+    throw new Error(`the passphrase file ${file} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";

@@ -198,7 +198,7 @@ export class Sharder {
     const { members: alive, dead } = this.alive(leases);
     const ring = new HashRing(alive);
     const sizes = new Map<string, number>();
-    const objects = workloadKinds.map((kind) => [kind, this.source.objects(kind)] as const);
+    const objects = workloadKinds().map((kind) => [kind, this.source.objects(kind)] as const);
     // Until the cache holds every object, shares cannot be counted and nothing is placed.
     if (objects.some(([, known]) => known === undefined)) return;
     const failedBefore = this.failures;

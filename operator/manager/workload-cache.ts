@@ -40,7 +40,7 @@ export class WorkloadCache {
   constructor(settings: WorkloadCacheSettings) {
     this.settings = settings;
     const scopes = settings.namespaces === "all" ? [undefined] : settings.namespaces;
-    for (const namespace of scopes) for (const kind of workloadKinds) this.watches.push(this.kindWatch(kind, namespace));
+    for (const namespace of scopes) for (const kind of workloadKinds()) this.watches.push(this.kindWatch(kind, namespace));
   }
 
   private kindWatch(kind: WorkloadKind, namespace: string | undefined): KindWatch {

@@ -2,7 +2,7 @@
 // state records and whether it carries pending operations, each known without a Pulumi process;
 // for the file backend also whether a stack exists.
 import { join } from "node:path";
-import { childKindOf, type ChildKind } from "../../crds/child-kinds.ts";
+import { childKindOfType } from "../../components/kinds.ts";
 import { fileBackendRoot } from "./engine.ts";
 import { projectName } from "./stack-names.ts";
 import type { StateIo } from "./state-io.ts";
@@ -10,7 +10,8 @@ import { stateStore, type StateStore } from "./state-store.ts";
 
 /** A child of an object as a stack's state records it. */
 export interface RecordedChild {
-  readonly kind: ChildKind;
+  /** Its kind of child, by name (components/kinds.ts). */
+  readonly kind: string;
   readonly namespace: string;
   readonly name: string;
 }
@@ -49,7 +50,7 @@ export function exportedDeployment(state: { readonly deployment?: unknown }): St
 
 export function childrenIn(resources: readonly StateResource[]): RecordedChild[] {
   return resources.flatMap((resource) => {
-    const kind = childKindOf(resource.type);
+    const kind = childKindOfType(resource.type)?.kind;
     const [namespace, name] = (resource.id ?? "").split("/");
     return kind && namespace && name ? [{ kind, namespace, name }] : [];
   });

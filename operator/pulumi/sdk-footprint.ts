@@ -1,55 +1,48 @@
-// What the Pulumi SDK spends, in the operator's process, on what appstack never uses. A module
-// load hook rewrites a few lines of the SDK as it is loaded; no library does this. If an SDK
-// upgrade changes a line, nothing is rewritten and the SDK runs as published;
-// test/unit/sdk-footprint.test.ts fails loudly on that.
-//
-// Memory: the SDK's function serializer (`pulumi.runtime.serializeFunction`, `computeCodePaths`)
-// needs the TypeScript compiler (8.7 MB of JavaScript) and npm's Arborist, and the SDK requires
-// both as it is imported. appstack's programs only declare resources and never serialize a
-// function, yet the two cost the operator 37 MiB of its 178 MiB RSS at start (21 MiB of heap).
-// The SDK already defers TypeScript everywhere else (tsutils.js: "to avoid always loading"); these
-// two top-level requires are what is left, and each module is required on its first use instead.
-//
-// CPU: in a CPU profile of the operator over 100 new Apps, 7% of its time went to a stack trace
-// the SDK captures and formats for each of its promises (`new Error().stack`), read only when
-// PULUMI_DEBUG_PROMISE_LEAKS asks for it, and about 5% to debug messages the SDK sends the engine
-// (four to five per resource, each a gRPC round trip, and work in the CLI too), which the engine
-// shows only under `--debug`: appstack's engines never run with it.
+// What the Pulumi SDK spends, in the operator's process, on what appstack never uses, taken out by
+// patches to the SDK (sdk-patches/*.patch, each with its why, gain, upstream text and when to
+// drop it, as the CLI's and the provider's are kept: docs/development/toolchain.md). npm has no
+// patch step, and node_modules is what `npm ci` installs, in a clone and in the image alike; so
+// the patches apply as the SDK's modules load, through a module load hook, with jsdiff and no
+// fuzz. A patch that no longer applies (an SDK upgrade changed its lines) leaves the module as
+// published; test/unit/sdk-footprint.test.ts fails loudly on that, naming the patch.
+import { readdirSync, readFileSync } from "node:fs";
 import { registerHooks } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { applyPatch, parsePatch, type StructuredPatch } from "diff";
 
-interface Rewrite {
-  /** The end of the module's URL. */
+const patchFolder = fileURLToPath(new URL("./sdk-patches/", import.meta.url));
+
+export interface SdkPatch {
+  /** The patch file's name. */
+  readonly name: string;
+  /** The file it changes, relative to the @pulumi/pulumi package. */
   readonly file: string;
-  readonly published: string;
-  readonly rewritten: string;
+  readonly patch: StructuredPatch;
 }
 
-export const sdkRewrites: readonly Rewrite[] = [
-  {
-    file: "/node_modules/@pulumi/pulumi/runtime/closure/parseFunction.js",
-    published: 'const ts = require("../../typescript-shim");',
-    // Every use is `ts.<name>` inside a function.
-    rewritten: 'let loadedTs; const ts = new Proxy({}, { get: (_, name) => (loadedTs ??= require("../../typescript-shim"))[name] });',
-  },
-  {
-    file: "/node_modules/@pulumi/pulumi/runtime/closure/codePaths.js",
-    published: 'const arborist = __importStar(require("@npmcli/arborist"));',
-    // The one use is `new arborist.Arborist(...)` inside computeCodePaths.
-    rewritten: 'const arborist = { get Arborist() { return require("@npmcli/arborist").Arborist; } };',
-  },
-  {
-    file: "/node_modules/@pulumi/pulumi/runtime/debuggable.js",
-    published: 'Object.defineProperty(p, "_debugStackTrace", { writable: true, value: new Error().stack });',
-    // Read only by promiseDebugString, whose every caller checks debugPromiseLeaks first.
-    rewritten: 'Object.defineProperty(p, "_debugStackTrace", { writable: true, value: exports.debugPromiseLeaks ? new Error().stack : undefined });',
-  },
-  {
-    file: "/node_modules/@pulumi/pulumi/log/index.js",
-    published: "function debug(msg, resource, streamId, ephemeral) {\n    const engine = settings_1.getEngine();\n    if (engine) {",
-    // As the SDK does with no engine: printed only under its excessiveDebugOutput, else dropped.
-    rewritten: "function debug(msg, resource, streamId, ephemeral) {\n    const engine = undefined;\n    if (engine) {",
-  },
-];
+/** The header fields every patch gives (DEP-3, as toolchain/patch-module requires of the tools' patches). */
+const headerFields = ["Description", "Gain", "Bug", "Forwarded", "Drop-when"];
+
+/** Every patch of sdk-patches/, in name order; each changes one file of the package. */
+export function sdkPatches(folder = patchFolder): SdkPatch[] {
+  return readdirSync(folder).filter((name) => name.endsWith(".patch")).sort().map((name) => {
+    const text = readFileSync(join(folder, name), "utf8");
+    const header = text.slice(0, Math.max(0, text.indexOf("\n---\n")));
+    const missing = headerFields.filter((field) => !new RegExp(`^${field}: `, "m").test(header));
+    if (missing.length > 0) throw new Error(`${name}: its header lacks ${missing.join(", ")}`);
+    const files = parsePatch(text);
+    const [patch] = files;
+    if (files.length !== 1 || !patch?.oldFileName) throw new Error(`${name}: a patch of the SDK changes exactly one file`);
+    return { name, file: patch.oldFileName.replace(/^a\//, ""), patch };
+  });
+}
+
+/** `source` with `patch` applied, exactly; undefined when its lines are not there as the patch has them. */
+export function applied(source: string, patch: StructuredPatch): string | undefined {
+  const result = applyPatch(source, patch, { fuzzFactor: 0 });
+  return result === false ? undefined : result;
+}
 
 let registered = false;
 
@@ -57,13 +50,15 @@ let registered = false;
 export function trimSdk(): void {
   if (registered) return;
   registered = true;
+  const byUrlEnd = sdkPatches().map((patch) => ({ ...patch, urlEnd: `/node_modules/@pulumi/pulumi/${patch.file}` }));
   registerHooks({
     load(url, context, nextLoad) {
       const loaded = nextLoad(url, context);
-      const rewrite = sdkRewrites.find((r) => url.endsWith(r.file));
-      if (!rewrite || loaded.source === undefined) return loaded;
-      const source = typeof loaded.source === "string" ? loaded.source : new TextDecoder().decode(loaded.source);
-      return { ...loaded, source: source.replace(rewrite.published, rewrite.rewritten) };
+      const patches = byUrlEnd.filter((p) => url.endsWith(p.urlEnd));
+      if (patches.length === 0 || loaded.source === undefined) return loaded;
+      let source = typeof loaded.source === "string" ? loaded.source : new TextDecoder().decode(loaded.source);
+      for (const { patch } of patches) source = applied(source, patch) ?? source;
+      return { ...loaded, source };
     },
   });
 }

@@ -4,7 +4,7 @@
 // backend's checkpoints (checkpoints.ts) and which stacks carry no pending operations
 // (pending-operations.ts), the repairs (recovery.ts), and every call's deadline (deadline-runner.ts).
 import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@pulumi/pulumi/automation/index.js";
-import { childKinds } from "../../crds/child-kinds.ts";
+import { childKindNamed } from "../../components/kinds.ts";
 import type { StackOperation } from "../../crds/types.ts";
 import { engineGcPercent, providerPluginPath, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../base/log.ts";
@@ -217,7 +217,7 @@ export class StackDriver {
     return this.deadlines.answered("destroy", async () => {
       const stack = await this.selection.existing(name);
       if (!stack) return;
-      const drop = new Set(resources.map((r) => `${childKinds[r.kind].resourceType} ${r.namespace}/${r.name}`));
+      const drop = new Set(resources.map((r) => `${childKindNamed(r.kind).resourceType} ${r.namespace}/${r.name}`));
       await this.recovery.unlocked(name, async () => {
         const state = await this.deadlines.command("destroy", name, "stack export", () => stack.exportStack());
         const deployment = exportedDeployment(state);

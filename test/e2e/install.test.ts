@@ -24,6 +24,15 @@ const stateDir = mkdtempSync(join(tmpdir(), "appstack-install-"));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
 
 /** How the Deployment rolls out: its strategy, maxUnavailable and maxSurge. */
+/** Where the operator reads its passphrase: the file its variable names, the Secret mounted, where, read-only. Never the variable itself. */
+function passphraseSource(deployment: V1Deployment): unknown[] {
+  const { containers: [container], volumes = [] } = deployment.spec!.template.spec!;
+  const { env = [], volumeMounts = [] } = container!;
+  assert.equal(env.find((e) => e.name === "APPSTACK_PASSPHRASE"), undefined);
+  const mount = volumeMounts.find((m) => m.name === "passphrase");
+  return [env.find((e) => e.name === "APPSTACK_PASSPHRASE_FILE")?.value, volumes.find((volume) => volume.name === "passphrase")?.secret?.secretName, mount?.mountPath, mount?.readOnly];
+}
+
 function strategyOf(deployment: V1Deployment): unknown[] {
   const strategy = deployment.spec?.strategy;
   return [strategy?.type, strategy?.rollingUpdate?.maxUnavailable, strategy?.rollingUpdate?.maxSurge];
@@ -91,7 +100,7 @@ test("the install creates least-privilege RBAC, and the operator reconciles with
   assert.equal(container?.image, "appstack:test");
   assert.equal(container?.readinessProbe?.httpGet?.path, "/readyz");
   assert.equal(container?.livenessProbe?.httpGet?.path, "/healthz");
-  assert.ok(container?.env?.some((e) => e.name === "APPSTACK_PASSPHRASE" && e.valueFrom?.secretKeyRef?.name === "appstack-operator-passphrase"));
+  assert.deepEqual(passphraseSource(deployment), ["/etc/appstack/passphrase/passphrase", "appstack-operator-passphrase", "/etc/appstack/passphrase", true]);
   // The state volume is ReadWriteOnce: an upgrade's new pod must not wait for the old pod's volume.
   assert.deepEqual(strategyOf(deployment), ["Recreate", undefined, undefined]);
   const secret = await core.readNamespacedSecret({ name: "appstack-operator-passphrase", namespace: "appstack-system" });

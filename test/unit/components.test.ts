@@ -61,6 +61,7 @@ test("an App with a port becomes a Deployment and a Service with explicit, uniqu
       template: {
         metadata: { labels },
         spec: {
+          automountServiceAccountToken: false,
           containers: [
             {
               name: "app",
@@ -99,7 +100,15 @@ test("podSecurity: an App runs as its image says unless Restricted; a Baseline M
   const asUser = podSpec(appDeployment(owner("a"), { image: "web:1", replicas: 1, podSecurity: { profile: "Restricted", runAsUser: 10001 } }));
   assert.deepEqual(asUser.securityContext, { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } });
   const baseline = podSpec(memcachedDeployment(owner("m", "Memcached"), { size: 1, image: "memcached:1.6", podSecurity: { profile: "Baseline" } }));
-  assert.deepEqual([baseline.securityContext, baseline.containers[0]?.securityContext], [undefined, undefined]);
+  // Its root stays read-only: memcached writes no file under any profile.
+  assert.deepEqual([baseline.securityContext, baseline.containers[0]?.securityContext], [undefined, { readOnlyRootFilesystem: true }]);
+});
+
+test("an App's pods get no API token unless its spec asks for one", () => {
+  const automount = (spec: AppSpec) => (appDeployment(owner("a"), spec).spec as { template: { spec: { automountServiceAccountToken?: boolean } } }).template.spec.automountServiceAccountToken;
+  assert.equal(automount({ image: "nginx:1.27", replicas: 1 }), false);
+  assert.equal(automount({ image: "controller:1", replicas: 1, automountServiceAccountToken: true }), true);
+  assert.equal(automount({ image: "nginx:1.27", replicas: 1, automountServiceAccountToken: false }), false);
 });
 
 test("readinessProbe: an App with a port is probed on it by TCP unless its spec asks for HTTP or None; without a port, never", () => {
@@ -119,7 +128,7 @@ test("two Apps with the same image never share a selector", () => {
   assert.notDeepEqual(a.selector.matchLabels, b.selector.matchLabels);
 });
 
-test("a Memcached becomes memcached on 11211 with requests and a TCP liveness probe, meeting Pod Security restricted as user 11211", async () => {
+test("a Memcached becomes memcached on 11211 with a memory limit above its cache, TCP readiness and liveness probes, a read-only root, no API token, meeting Pod Security restricted as user 11211", async () => {
   const cache = new components.MemcachedWorkload("cache", { owner: owner("cache", "Memcached"), spec: { size: 3, image: "memcached:1.6" } });
   await settle(cache.service);
   const deployment = byType("kubernetes:apps/v1:Deployment", "cache").inputs as { spec: { replicas: number; selector: unknown; template: { spec: { securityContext: unknown; containers: unknown[] } } } };
@@ -132,11 +141,13 @@ test("a Memcached becomes memcached on 11211 with requests and a TCP liveness pr
       image: "memcached:1.6",
       args: ["--memory-limit=64", "-o", "modern", "-v"],
       ports: [{ name: "memcached", containerPort: 11211, protocol: "TCP" }],
-      resources: { requests: { cpu: "100m", memory: "128Mi" } },
+      resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "128Mi" } },
+      readinessProbe: { tcpSocket: { port: 11211 }, periodSeconds: 5 },
       livenessProbe: { tcpSocket: { port: 11211 }, initialDelaySeconds: 30, periodSeconds: 10 },
-      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true },
     },
   ]);
+  assert.equal((deployment.spec.template.spec as { automountServiceAccountToken?: boolean }).automountServiceAccountToken, false);
   const service = byType("kubernetes:core/v1:Service", "cache").inputs as { spec: { ports: unknown } };
   assert.deepEqual(service.spec.ports, [{ name: "memcached", port: 11211, targetPort: "memcached", protocol: "TCP" }]);
 });

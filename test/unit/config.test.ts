@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -59,6 +59,17 @@ test("bad settings are refused with the setting's name", () => {
   // Secrets in a shared backend must not depend on a file beside one replica.
   assert.throws(() => loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir }), /APPSTACK_PASSPHRASE/);
   assert.equal(loadConfig({ "backend-url": "s3://bucket" }, { APPSTACK_STATE_DIR: stateDir, APPSTACK_PASSPHRASE: "p" }).passphrase, "p");
+});
+
+test("the passphrase from the file APPSTACK_PASSPHRASE_FILE names, byte for byte, or PULUMI_CONFIG_PASSPHRASE_FILE, trimmed as Pulumi reads it; the passphrase itself in a variable wins", () => {
+  const file = join(stateDir, "mounted-passphrase");
+  writeFileSync(file, "from-the-secret\n");
+  const shared = { APPSTACK_STATE_DIR: stateDir, APPSTACK_BACKEND_URL: "s3://bucket" };
+  // As the Secret's key holds it: a final newline is part of the passphrase, as it was in the variable.
+  assert.equal(loadConfig({}, { ...shared, APPSTACK_PASSPHRASE_FILE: file }).passphrase, "from-the-secret\n");
+  assert.equal(loadConfig({}, { ...shared, PULUMI_CONFIG_PASSPHRASE_FILE: file }).passphrase, "from-the-secret");
+  assert.equal(loadConfig({}, { ...shared, APPSTACK_PASSPHRASE_FILE: file, APPSTACK_PASSPHRASE: "local" }).passphrase, "local");
+  assert.throws(() => loadConfig({}, { ...shared, APPSTACK_PASSPHRASE_FILE: join(stateDir, "absent") }), /the passphrase file .*absent cannot be read/);
 });
 
 test("flags are strict: both forms of a value work, and anything unknown or incomplete is an error with the usage", () => {

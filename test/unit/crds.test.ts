@@ -11,7 +11,7 @@ test("the committed CRD YAML is generated from the kinds' definitions (run `npm 
 });
 
 test("both kinds have status and scale subresources and the promised printer columns", () => {
-  const columns = customResourceDefinitions.map((crd) => {
+  const columns = customResourceDefinitions().map((crd) => {
     const version = (crd.spec["versions"] as { subresources: Record<string, unknown>; additionalPrinterColumns: { name: string }[] }[])[0]!;
     assert.ok(version.subresources["status"]);
     assert.ok(version.subresources["scale"]);
@@ -37,7 +37,7 @@ function undocumented(schema: Record<string, unknown>, path: string): string[] {
 }
 
 test("kubectl explain documents every field of both kinds, status included", () => {
-  for (const crd of customResourceDefinitions) {
+  for (const crd of customResourceDefinitions()) {
     const version = (crd.spec["versions"] as { schema: { openAPIV3Schema: Record<string, unknown> } }[])[0]!;
     const kind = (crd.spec["names"] as { kind: string }).kind;
     assert.deepEqual(undocumented(version.schema.openAPIV3Schema, kind.toLowerCase()), [], `${kind}: fields without a description`);
@@ -45,7 +45,7 @@ test("kubectl explain documents every field of both kinds, status included", () 
 });
 
 test("spec.deletionPolicy: Delete or Orphan on both kinds, with no default (absent means Delete: stored objects stay as they are)", () => {
-  for (const crd of customResourceDefinitions) {
+  for (const crd of customResourceDefinitions()) {
     const version = (crd.spec["versions"] as { schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, Record<string, unknown>> } } } } }[])[0]!;
     const policy = version.schema.openAPIV3Schema.properties.spec.properties["deletionPolicy"];
     assert.deepEqual(policy?.["enum"], ["Delete", "Orphan"], crd.metadata.name);
@@ -54,8 +54,8 @@ test("spec.deletionPolicy: Delete or Orphan on both kinds, with no default (abse
 });
 
 test("a spec field with a default is required in the kind's TypeScript type, and left out of the CRD's required list (the API server fills it in)", () => {
-  const specOf = (crd: (typeof customResourceDefinitions)[number]) => (crd.spec["versions"] as { schema: { openAPIV3Schema: { properties: { spec: { required?: string[]; properties: Record<string, { default?: unknown }> } } } } }[])[0]!.schema.openAPIV3Schema.properties.spec;
-  const [app, memcached] = customResourceDefinitions.map(specOf);
+  const specOf = (crd: ReturnType<typeof customResourceDefinitions>[number]) => (crd.spec["versions"] as { schema: { openAPIV3Schema: { properties: { spec: { required?: string[]; properties: Record<string, { default?: unknown }> } } } } }[])[0]!.schema.openAPIV3Schema.properties.spec;
+  const [app, memcached] = customResourceDefinitions().map(specOf);
   assert.deepEqual(app?.required, ["image"]);
   assert.equal(app?.properties["replicas"]?.default, 1);
   assert.deepEqual(memcached?.required, ["size"]);

@@ -33,6 +33,7 @@ const queueKind = defineKind({
     replicasPath: ".spec.workers",
   },
   appName: (object) => object.metadata.name,
+  childKinds: [],
   children: () => [],
   component: () => {
     throw new Error("not run here");
@@ -59,7 +60,7 @@ test("a kind's CRD is derived from its definition: its own fields, then the comm
 });
 
 test("the command line names a kind as kubectl does: kind, plural or short name, with or without the group, any case", () => {
-  assert.deepEqual(workloadKinds, ["App", "Memcached"]);
+  assert.deepEqual(workloadKinds(), ["App", "Memcached"]);
   for (const name of ["app", "apps", "asapp", "App", "apps.appstack.dev", "ASAPP.appstack.dev"]) assert.equal(kindNamed(name), "App", name);
   for (const name of ["memcached", "memcacheds", "memcacheds.appstack.dev"]) assert.equal(kindNamed(name), "Memcached", name);
   for (const name of ["deployment", "app.example.com", ""]) assert.equal(kindNamed(name), undefined, name);

@@ -49,7 +49,7 @@ test("a postgres:// backend URL: the operator reads it from the Secret (never a 
   const env = spec.template.spec.containers[0]?.env as { name: string; value?: string; valueFrom?: { secretKeyRef?: { key: string } } }[];
   assert.deepEqual(env.find((e) => e.name === "APPSTACK_BACKEND_URL")?.valueFrom?.secretKeyRef?.key, "backendUrl");
   assert.ok(!JSON.stringify(spec).includes("s3cret"), "the URL's password is not in the Deployment");
-  assert.deepEqual(spec.template.spec.volumes, [{ name: "state", emptyDir: {} }, { name: "tmp", emptyDir: {} }]);
+  assert.deepEqual(spec.template.spec.volumes, [{ name: "passphrase", secret: { secretName: "appstack-operator-passphrase", items: [{ key: "passphrase", path: "passphrase" }] } }, { name: "state", emptyDir: {} }, { name: "tmp", emptyDir: {} }]);
   assert.ok(!registered.some((r) => r.type === "kubernetes:core/v1:PersistentVolumeClaim" && r.name === "pg-state"));
   // Given as a plain string (index.ts reads its scheme), it is a secret in the stack's state.
   const secret = await inputsOf(onPostgres, "kubernetes:core/v1:Secret", "pg-passphrase");
@@ -63,7 +63,7 @@ interface Seccomp { type?: string }
 interface SeLinux { type?: string; user?: string; role?: string }
 interface PodContext { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: Seccomp; seLinuxOptions?: SeLinux; sysctls?: unknown[] }
 interface ContainerContext extends PodContext { privileged?: boolean; allowPrivilegeEscalation?: boolean; capabilities?: { add?: string[]; drop?: string[] }; procMount?: string; readOnlyRootFilesystem?: boolean }
-interface Container { name: string; securityContext?: ContainerContext; ports?: { hostPort?: number }[]; volumeMounts?: { name: string; mountPath: string }[] }
+interface Container { name: string; securityContext?: ContainerContext; ports?: { hostPort?: number }[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }
 interface PodSpec { hostNetwork?: boolean; hostPID?: boolean; hostIPC?: boolean; securityContext?: PodContext; volumes?: ({ name: string } & Record<string, unknown>)[]; initContainers?: Container[]; containers: Container[] }
 
 const restrictedVolumes = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"];
@@ -114,8 +114,10 @@ test("the operator's pod meets Pod Security restricted with a read-only root fil
     assert.deepEqual(operator?.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true });
     // Writable: the state folder (the engines' home and workspace, the file backend) and /tmp (the
     // Automation API's event logs and stack imports); each mount a volume of the pod, nothing else.
+    // The passphrase's Secret is mounted too, read-only.
     const mounts = operator?.volumeMounts ?? [];
-    assert.deepEqual(mounts.map((mount) => mount.mountPath).sort(), ["/tmp", "/var/lib/appstack"]);
+    assert.deepEqual(mounts.filter((mount) => !mount.readOnly).map((mount) => mount.mountPath).sort(), ["/tmp", "/var/lib/appstack"]);
+    assert.deepEqual(mounts.filter((mount) => mount.readOnly).map((mount) => mount.mountPath), ["/etc/appstack/passphrase"]);
     const volumes = new Map((spec.volumes ?? []).map((volume) => [volume.name, volume]));
     for (const mount of mounts) assert.ok(volumes.has(mount.name), mount.name);
     assert.deepEqual(volumes.get(mounts.find((mount) => mount.mountPath === "/tmp")!.name)?.emptyDir, {});
@@ -224,4 +226,24 @@ test("the operator never acts in kube-system nor its own namespace, nor in those
 test("the install program (index.ts) refuses more than one replica on a backend URL that is not PostgreSQL", async () => {
   pulumi.runtime.setAllConfig({ "appstack:replicas": "2", "appstack:backendUrl": "s3://bucket", "appstack:passphrase": "p" }, ["appstack:backendUrl", "appstack:passphrase"]);
   await assert.rejects(import("../../index.ts"), /appstack:replicas 2 needs a PostgreSQL appstack:backendUrl \(postgres:\/\/\.\.\.\), not s3:\/\//);
+});
+
+test("networkPolicy: none unless asked; asked, one that selects the operator's pods, lets in the health and metrics ports and lets out DNS, the API server and the database", async () => {
+  const plain = new install.AppstackInstall("no-policy", { passphrase: "p" });
+  await inputsOf(plain, "kubernetes:apps/v1:Deployment", "no-policy-operator");
+  assert.ok(!registered.some((r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy" && r.name === "no-policy-network-policy"));
+  const fenced = new install.AppstackInstall("fenced", { passphrase: "p", backendUrl: "postgres://appstack:pw@db.example:6543/appstack", networkPolicy: true });
+  const policy = await inputsOf(fenced, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "fenced-network-policy");
+  const labels = { "app.kubernetes.io/name": "appstack-operator", "app.kubernetes.io/instance": "fenced", "app.kubernetes.io/part-of": "appstack" };
+  assert.deepEqual(policy["spec"], {
+    podSelector: { matchLabels: labels },
+    policyTypes: ["Ingress", "Egress"],
+    ingress: [{ ports: [{ protocol: "TCP", port: 8081 }, { protocol: "TCP", port: 8443 }] }],
+    egress: [
+      { ports: [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }] },
+      { ports: [{ protocol: "TCP", port: 443 }, { protocol: "TCP", port: 6443 }] },
+      { ports: [{ protocol: "TCP", port: 6543 }] },
+    ],
+  });
+  assert.equal((policy["metadata"] as { namespace: string }).namespace, "appstack-system");
 });

@@ -44,9 +44,13 @@ test("a rendered install holds every object of the install in the order kubectl 
   // No Secret: the passphrase comes from the user's.
   assert.ok(!objects.some((object) => object.kind === "Secret"), names.join(", "));
   const deployment = objects.find((object) => object.kind === "Deployment")!;
-  const container = (deployment.spec as { template: { spec: { containers: { image: string; env: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] } } }).template.spec.containers[0]!;
+  const podSpec = (deployment.spec as { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[]; containers: { image: string; env: { name: string; value?: string; valueFrom?: unknown }[] }[] } } }).template.spec;
+  const container = podSpec.containers[0]!;
   assert.equal(container.image, "registry.example/appstack:0.1.0");
-  assert.deepEqual(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE")?.valueFrom, { secretKeyRef: { name: "team-credentials", key: "passphrase" } });
+  // The user's Secret, mounted as a file: no variable holds the passphrase.
+  assert.equal(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE"), undefined);
+  assert.equal(container.env.find((e) => e.name === "APPSTACK_PASSPHRASE_FILE")?.value, "/etc/appstack/passphrase/passphrase");
+  assert.equal(podSpec.volumes.find((volume) => volume.name === "passphrase")?.secret?.secretName, "team-credentials");
   // Off by default: no metrics per object, no metrics Service, no ServiceMonitor.
   assert.equal(container.env.find((e) => e.name === "APPSTACK_OBJECT_METRICS"), undefined);
   // /metrics over HTTPS on its own port, with a self-signed certificate (no folder named); the
@@ -69,8 +73,8 @@ test("a rendered install holds every object of the install in the order kubectl 
   assert.deepEqual(leftovers(), before);
 });
 
-test("with a database: the URL from the user's Secret, no state volume, replicas rolling; with --service-monitor a metrics Service and a ServiceMonitor that scrapes every replica; bad options refused before anything is rendered", () => {
-  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true", "--default-service-account", "appstack-tenant");
+test("with a database: the URL from the user's Secret, no state volume, replicas rolling; with --service-monitor a metrics Service and a ServiceMonitor that scrapes every replica; with --network-policy the operator's NetworkPolicy; bad options refused before anything is rendered", () => {
+  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true", "--default-service-account", "appstack-tenant", "--network-policy", "true");
   assert.equal(rendered.status, 0, rendered.stderr);
   const objects = yaml.loadAll(rendered.stdout) as Manifest[];
   assert.ok(!objects.some((object) => object.kind === "PersistentVolumeClaim" || object.kind === "Secret"));
@@ -107,6 +111,10 @@ test("with a database: the URL from the user's Secret, no state volume, replicas
   assert.equal(objects.filter((object) => object.kind === "Service").length, 1);
   // The Service after the namespace, the ServiceMonitor (whose CRD the Prometheus operator brings) last.
   assert.equal(objects.at(-1)?.kind, "ServiceMonitor");
+  // The NetworkPolicy selects the operator's pods; a database behind a Secret is let out on PostgreSQL's port.
+  const policy = objects.find((object) => object.kind === "NetworkPolicy") as Manifest & { spec: { podSelector: { matchLabels: Record<string, string> }; egress: { ports: { port: number }[] }[] } };
+  assert.deepEqual(policy.spec.podSelector.matchLabels, podLabels);
+  assert.ok(policy.spec.egress.some((rule) => rule.ports.some((port) => port.port === 5432)));
 
   const noPassphrase = manifests("--replicas", "1");
   assert.equal(noPassphrase.status, 1);

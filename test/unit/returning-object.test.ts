@@ -114,7 +114,7 @@ class FakeApi {
         patchNamespacedCustomObject: ({ body }: { body: Patch }) => Promise.resolve(this.patch(body, false)),
         patchNamespacedCustomObjectStatus: ({ body }: { body: Patch }) => Promise.resolve(this.patch(body, true)),
       },
-      apps: { readNamespacedDeployment: () => Promise.resolve(structuredClone(this.deployment)) },
+      objects: { readChild: () => Promise.resolve(structuredClone(this.deployment)) },
       core: {
         createNamespacedEvent: () => {
           this.events++;

@@ -1,8 +1,9 @@
 // The Pulumi SDK as appstack's entry points load it (operator/pulumi/sdk-footprint.ts): its
 // function serializer loads TypeScript and Arborist on first use, not on import; its promises
 // carry no stack trace and its debug messages do not go to the engine, unless asked for. Each case
-// runs in a fresh Node.js process: a module, once loaded, stays loaded. Fails loudly when an SDK
-// upgrade changes the lines the preload rewrites, or makes a rewrite unnecessary.
+// runs in a fresh Node.js process: a module, once loaded, stays loaded. Fails loudly, naming the
+// patch, when an SDK upgrade changes the lines a patch (operator/pulumi/sdk-patches/) changes, or
+// makes a patch unnecessary.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { sdkRewrites } from "../../operator/pulumi/sdk-footprint.ts";
+import { applied, sdkPatches } from "../../operator/pulumi/sdk-footprint.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "appstack-sdk-footprint-"));
@@ -46,16 +47,22 @@ async function probe(preload: boolean): Promise<Probe> {
   return JSON.parse(stdout) as Probe;
 }
 
-test("each rewritten line is in the installed SDK, once", () => {
+test("each patch applies to the installed SDK exactly, and a changed line makes it fail", () => {
   const require = createRequire(join(repoRoot, "package.json"));
   const sdk = join(require.resolve("@pulumi/pulumi"), "..");
-  for (const rewrite of sdkRewrites) {
-    const source = readFileSync(join(sdk, rewrite.file.replace("/node_modules/@pulumi/pulumi/", "")), "utf8");
-    assert.equal(source.split(rewrite.published).length - 1, 1, `${rewrite.file} no longer has: ${rewrite.published}`);
+  const patches = sdkPatches();
+  assert.deepEqual(patches.map((p) => p.file), ["runtime/closure/parseFunction.js", "runtime/closure/codePaths.js", "runtime/debuggable.js", "log/index.js"]);
+  for (const { name, file, patch } of patches) {
+    const source = readFileSync(join(sdk, file), "utf8");
+    const result = applied(source, patch);
+    assert.ok(result !== undefined && result !== source, `${name} no longer applies to @pulumi/pulumi's ${file}: rebase it on the new SDK, or drop it`);
+    // A line of its context changed upstream: not applied (the module runs as published).
+    const context = patch.hunks[0]!.lines.find((line) => line.startsWith(" ") && line.trim().length > 3)!.slice(1);
+    assert.equal(applied(source.replace(context, `${context} // changed`), patch), undefined, `${name} applied despite a changed line`);
   }
 });
 
-test("without the preload, importing the SDK loads TypeScript and Arborist (what the rewrite saves)", async () => {
+test("without the preload, importing the SDK loads TypeScript and Arborist (what the patches save)", async () => {
   const plain = await probe(false);
   assert.deepEqual(plain.atImport.sort(), ["@npmcli/arborist", "typescript"], "the SDK defers them itself now: operator/pulumi/sdk-footprint.ts can go");
 });
@@ -99,7 +106,7 @@ async function hotPath(preload: boolean, env: Record<string, string> = {}): Prom
 
 const [debug, info] = [0, 1]; // pulumirpc.LogSeverity
 
-test("without the preload, each SDK promise carries a stack trace and debug messages go to the engine (what the rewrites save)", async () => {
+test("without the preload, each SDK promise carries a stack trace and debug messages go to the engine (what the patches save)", async () => {
   const plain = await hotPath(false);
   assert.match(plain.stackTrace ?? "", /^Error\n\s+at /);
   assert.deepEqual(plain.sentToEngine, [debug, info]);

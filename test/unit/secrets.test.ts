@@ -2,7 +2,7 @@
 // hands the backend URL and the passphrase to the operator only through its Secret.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { operatorEnvironment } from "../../components/install.ts";
+import { operatorEnvironment, passphraseVolumes } from "../../components/install.ts";
 import { createLogger } from "../../operator/base/log.ts";
 import { keepSecretsOf, redactKnownSecrets, redactUrl } from "../../operator/base/redact.ts";
 
@@ -24,11 +24,17 @@ test("the backend URL's password, once known, is out of every log line and repor
   assert.deepEqual(redactKnownSecrets({ conditions: [{ message: pulumiError }] }), { conditions: [{ message: 'error: unable to open state database "postgres://appstack:***@127.0.0.1:24819/postgres": failed to ping PostgreSQL (password ***)' }] });
 });
 
-test("the installed operator reads the backend URL and the passphrase from its Secret, never from a plain value", () => {
+test("the installed operator reads the backend URL from its Secret and the passphrase from its Secret mounted as a file, never from a plain value", () => {
   const url = "postgres://appstack:s3cr3t@db:5432/state";
   const env = operatorEnvironment({ passphrase: "p", backendUrl: url }, "appstack-operator-passphrase");
   const backend = env.find((e) => e.name === "APPSTACK_BACKEND_URL");
   assert.deepEqual(backend?.valueFrom, { secretKeyRef: { name: "appstack-operator-passphrase", key: "backendUrl" } });
-  assert.deepEqual(env.find((e) => e.name === "APPSTACK_PASSPHRASE")?.valueFrom, { secretKeyRef: { name: "appstack-operator-passphrase", key: "passphrase" } });
+  // The passphrase is a file of the Secret, mounted: no variable of the pod holds it.
+  assert.equal(env.find((e) => e.name === "APPSTACK_PASSPHRASE"), undefined);
+  assert.deepEqual(env.find((e) => e.name === "APPSTACK_PASSPHRASE_FILE"), { name: "APPSTACK_PASSPHRASE_FILE", value: "/etc/appstack/passphrase/passphrase" });
+  const mounted = passphraseVolumes({ passphrase: "p" }, "appstack-operator-passphrase");
+  assert.deepEqual(mounted.volumes, [{ name: "passphrase", secret: { secretName: "appstack-operator-passphrase", items: [{ key: "passphrase", path: "passphrase" }] } }]);
+  assert.deepEqual(mounted.mounts, [{ name: "passphrase", mountPath: "/etc/appstack/passphrase", readOnly: true }]);
+  assert.deepEqual(passphraseVolumes({ passphraseSecret: "team-credentials" }).volumes, [{ name: "passphrase", secret: { secretName: "team-credentials", items: [{ key: "passphrase", path: "passphrase" }] } }]);
   assert.ok(!JSON.stringify(env).includes("s3cr3t"));
 });

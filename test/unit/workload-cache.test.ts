@@ -7,6 +7,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node"
 import { group, version } from "../../crds/types.ts";
 import type { Logger } from "../../operator/base/log.ts";
 import { apiClient, type KubeClients } from "../../operator/kube/clients.ts";
+import { ChildObjectApi } from "../../operator/kube/child-apis.ts";
 import { WorkloadCache } from "../../operator/manager/workload-cache.ts";
 import { eventually } from "../helpers/cluster.ts";
 import { silentServer } from "../helpers/silent-api-server.ts";
@@ -33,7 +34,7 @@ test("a watched namespace that answers 403 leaves the others' objects placeable,
     const items = plural === "apps" ? [app(namespace ?? "", "web")] : [];
     res.end(JSON.stringify({ apiVersion: `${group}/${version}`, kind: "List", metadata: { resourceVersion: "3" }, items }));
   });
-  const clients: KubeClients = { config: server.config, core: apiClient(server.config, CoreV1Api), apps: apiClient(server.config, AppsV1Api), custom: apiClient(server.config, CustomObjectsApi) };
+  const clients: KubeClients = { config: server.config, core: apiClient(server.config, CoreV1Api), apps: apiClient(server.config, AppsV1Api), custom: apiClient(server.config, CustomObjectsApi), objects: apiClient(server.config, ChildObjectApi) };
   const cache = new WorkloadCache({ clients, namespaces: ["team-a", "team-b"], watchTimeoutMs: 60_000, log });
   try {
     cache.start(() => undefined);
