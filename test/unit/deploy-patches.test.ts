@@ -14,8 +14,12 @@ import { byName, deployArgs, kustomize, renderInstall, type Manifest } from "../
 const scratch = mkdtempSync(join(tmpdir(), "deploy-patches-test-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-type Container = { name: string; env: { name: string }[]; resources?: unknown };
-const container = (object: Manifest | undefined) => (object as unknown as { spec: { template: { spec: { containers: Container[] } } } }).spec.template.spec.containers[0]!;
+type Named = { name: string };
+type Container = Named & { env: Named[]; volumeMounts: Named[]; resources?: unknown };
+type PodSpec = { containers: Container[]; volumes: Named[] };
+const podSpec = (object: Manifest | undefined) => (object as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const container = (object: Manifest | undefined) => podSpec(object).containers[0]!;
+const byItsName = (a: Named, b: Named) => a.name.localeCompare(b.name);
 
 test("deploy/kustomize with its example patches gives the install rendered with --backend-secret appstack-database --replicas 2, with the resources patch's resources", () => {
   const rendered = byName(renderInstall(scratch, [...deployArgs, "--backend-secret", "appstack-database", "--replicas", "2"]));
@@ -32,10 +36,13 @@ test("deploy/kustomize with its example patches gives the install rendered with 
   const deployment = "Deployment appstack-system/appstack-operator";
   const patch = yaml.load(readFileSync(join(repoRoot, "deploy/kustomize/patches/resources.yaml"), "utf8")) as Manifest;
   assert.deepEqual(container(built.get(deployment)).resources, container(patch).resources);
-  // The rest as rendered; a strategic merge appends env entries, so those are compared by name.
+  // The rest as rendered; a strategic merge orders the lists it merges by name its own way, and
+  // their order means nothing, so those are compared by name.
   for (const object of [built.get(deployment), rendered.get(deployment)]) {
     delete container(object).resources;
-    container(object).env.sort((a, b) => a.name.localeCompare(b.name));
+    container(object).env.sort(byItsName);
+    container(object).volumeMounts.sort(byItsName);
+    podSpec(object).volumes.sort(byItsName);
   }
   for (const [name, object] of rendered) assert.deepEqual(built.get(name), object, name);
 });
