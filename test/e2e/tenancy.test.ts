@@ -21,7 +21,7 @@ import { toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { checkpointPath, disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
-import { serviceAccountKubeconfig } from "../helpers/service-account-kubeconfig.ts";
+import { serviceAccountKubeconfig, tokenFileOf } from "../helpers/service-account-kubeconfig.ts";
 
 const operatorNamespace = "appstack-system";
 const operatorAccount = "appstack-operator";
@@ -125,7 +125,7 @@ test("denied: an App whose ServiceAccount may not create Deployments is Stalled 
   assert.deepEqual(stackResources(teamA, "web").filter((type) => type.startsWith("kubernetes:apps") || type.startsWith("kubernetes:core")), [], "the stack records no child");
   // The engine's kubeconfig names the operator's token by its file, never the token itself.
   const identities = join(operator!.stateDir, "identities");
-  const token = readFileSync(join(scratch, "token"), "utf8");
+  const token = readFileSync(tokenFileOf(scratch, operatorAccount), "utf8");
   for (const file of readdirSync(identities)) assert.ok(!readFileSync(join(identities, file), "utf8").includes(token), `${file} holds no token`);
 });
 
@@ -142,7 +142,7 @@ test("allowed: given the Role, the same App goes Ready with no spec change (the 
   assert.ok(recorded.includes("kubernetes:apps/v1:Deployment") && recorded.includes("kubernetes:core/v1:Service"), `the stack records its children: ${recorded.join(", ")}`);
   // The stack's state records neither the token nor whom the engine acted as: the provider read them from its environment.
   const state = readFileSync(checkpointPath(operator!.stateDir, "App", teamA, "web"), "utf8");
-  assert.ok(!state.includes(readFileSync(join(scratch, "token"), "utf8")) && !state.includes("system:serviceaccount:team-a:deployer"), "no credential or identity in the stack state");
+  assert.ok(!state.includes(readFileSync(tokenFileOf(scratch, operatorAccount), "utf8")) && !state.includes("system:serviceaccount:team-a:deployer"), "no credential or identity in the stack state");
 });
 
 test("the install-wide default ServiceAccount acts for an App that names none", async () => {

@@ -6,10 +6,13 @@ import { join } from "node:path";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 
+/** Where serviceAccountKubeconfig writes `account`'s token in `folder`. */
+export const tokenFileOf = (folder: string, account: string) => join(folder, `${account}.token`);
+
 /** Writes the ServiceAccount's token (an hour) and a kubeconfig naming it into `folder`; returns the kubeconfig's path. */
 export async function serviceAccountKubeconfig(core: CoreV1Api, adminKubeconfig: string, namespace: string, account: string, folder: string): Promise<string> {
   const token = await core.createNamespacedServiceAccountToken({ name: account, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-  const tokenFile = join(folder, `${account}.token`);
+  const tokenFile = tokenFileOf(folder, account);
   writeFileSync(tokenFile, token.status?.token ?? "", { mode: 0o600 });
   const admin = yaml.load(readFileSync(adminKubeconfig, "utf8")) as { clusters: { cluster: Record<string, unknown> }[] };
   const file = join(folder, `${account}.kubeconfig`);
