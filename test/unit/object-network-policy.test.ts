@@ -89,3 +89,23 @@ test("the drift check: the NetworkPolicy as stored, its keys in the API server's
   assert.match(compare.differences(child.manifest, stored([{ from: [{ namespaceSelector: {} }], ports: [{ port: 8080, protocol: "TCP" }] }]))[0] ?? "", /^spec\.ingress: /);
   assert.match(compare.differences(child.manifest, stored(undefined))[0] ?? "", /^spec\.ingress: missing/);
 });
+
+test("a child read or listed through ChildObjectApi is the API server's JSON, as a watch event carries it: a NetworkPolicy's from stays from", async (t) => {
+  const { silentServer } = await import("../helpers/silent-api-server.ts");
+  const { apiClient } = await import("../../operator/kube/clients.ts");
+  const { ChildObjectApi } = await import("../../operator/kube/child-apis.ts");
+  const { networkPolicyChild } = await import("../../components/child-kind.ts");
+  const policy = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "web", namespace: "team-a", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { podSelector: {}, ingress: [{ ports: [{ protocol: "TCP", port: 80 }], from: [{ podSelector: {} }] }] } };
+  const server = await silentServer((res, url) => {
+    const body = url.pathname.endsWith("/web") ? policy : { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicyList", metadata: { resourceVersion: "1" }, items: [policy] };
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+  });
+  t.after(() => server.close());
+  const objects = apiClient(server.config, ChildObjectApi);
+  assert.deepEqual(await objects.readChild(networkPolicyChild, "team-a", "web"), policy);
+  assert.deepEqual((await objects.listChildren(networkPolicyChild, "team-a", "app.kubernetes.io/managed-by=appstack")).items, [policy]);
+  // An error is still the library's ApiException, with its code.
+  const failing = await silentServer((res) => res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound" })));
+  t.after(() => failing.close());
+  await assert.rejects(apiClient(failing.config, ChildObjectApi).readChild(networkPolicyChild, "team-a", "web"), (error: { code?: number }) => error.code === 404);
+});
