@@ -3,7 +3,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { cacheRoot, findOnPath, kubernetesProviderVersion, patchedModulesDir, patchFiles, patchModuleDir, patchSubjects, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool } from "./tools.ts";
+import { cacheRoot, findOnPath, kubernetesProviderVersion, patchedModulesDir, patchFiles, patchModuleDir, patchSubjects, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool, type ToolName } from "./tools.ts";
 
 type Log = (line: string) => void;
 
@@ -113,11 +113,16 @@ export function buildTool(tool: Tool, log: Log): void {
   log(`  ${tool.binary}: built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/** Builds every tool that is not cached yet; returns the seconds it took. */
-export function buildToolchain(log: Log = (line) => console.error(line)): number {
+/**
+ * Builds the named tools that are not cached yet, by default every tool of `tools` (what
+ * `npm run toolchain` builds); returns the seconds it took. A command that needs only some of them
+ * (pulumiTools) names them, so that a cold machine builds no more than it runs.
+ */
+export function buildToolchain(log: Log = (line) => console.error(line), names: readonly ToolName[] = tools.map((tool) => tool.binary as ToolName)): number {
   const started = Date.now();
-  log(`toolchain: ${tools.length} binaries, cache ${cacheRoot()}`);
-  for (const tool of tools) buildTool(tool, log);
+  const selected = names.map(toolByName);
+  log(`toolchain: ${selected.length} binaries (${names.join(", ")}), cache ${cacheRoot()}`);
+  for (const tool of selected) buildTool(tool, log);
   const seconds = (Date.now() - started) / 1000;
   log(`toolchain: ready in ${seconds.toFixed(1)} s`);
   return seconds;

@@ -111,6 +111,13 @@ export const oldestControlPlaneTools: readonly Tool[] = ["kube-apiserver", "kube
   (name): Tool => ({ binary: name, moduleDir: "kube-1.30", goPackage: `k8s.io/kubernetes/cmd/${name}`, pinnedModule: "k8s.io/kubernetes", ldflags: kubeVersionFlags }),
 );
 
+/**
+ * What running this repository's install program needs (`appstack pulumi`, `appstack manifests`):
+ * the CLI, the Node.js language host that runs the program, and the Kubernetes provider; no
+ * cluster's binaries.
+ */
+export const pulumiTools: readonly ToolName[] = ["pulumi", "pulumi-language-nodejs", "pulumi-resource-kubernetes"];
+
 export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus" | NodeToolName;
 export type NodeToolName = "kubelet" | "kube-proxy" | "pause" | "local-path-provisioner" | "coredns";
 

@@ -11,7 +11,7 @@ import { installHostPackages } from "../../toolchain/host-packages.ts";
 import { clusterCommand, clusterLoadOptions, clusterUsage, defaultClusterName } from "../../toolchain/cluster/command.ts";
 import { buildImages } from "../../toolchain/images/build.ts";
 import { loadImages } from "../../toolchain/cluster/load.ts";
-import { toolPath } from "../../toolchain/tools.ts";
+import { pulumiTools, toolPath } from "../../toolchain/tools.ts";
 import { operatorOptions } from "../manager/config.ts";
 import { kubeOptions, kindsInWords } from "./kube-flags.ts";
 import { operatorUsage, runOperator } from "./main.ts";
@@ -35,9 +35,13 @@ export const appstackUsage = `usage: appstack <command>   (as a kubectl plugin: 
   preview -f FILE [--json] [--refresh]
                          what the operator would do with the objects in FILE, changing nothing;
                          exit 0 no changes, 2 changes, 1 error
-  pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy)
+  pulumi <args>          the pinned Pulumi CLI on this folder's install program (pulumi up, preview, destroy);
+                         first builds, once, from Go modules: the CLI (or uses a pulumi on PATH at the pinned
+                         version), its Node.js language host and the Kubernetes provider (cold: minutes,
+                         docs/measurements.md#toolchain-build-times-and-disk)
   manifests --passphrase-secret NAME [flags] [-o FILE]
-                         the install as YAML for kubectl apply --server-side (no credential in it)
+                         the install as YAML for kubectl apply --server-side (no credential in it);
+                         first builds what \`pulumi\` builds, and nothing else
   stacks <args>          the pinned Pulumi CLI on the operator's own stacks (stack ls, stack export, ...),
                          with their secrets' key service; the state as the operator finds it
   kubectl <args>         the pinned kubectl, against KUBECONFIG
@@ -52,10 +56,13 @@ export const appstackUsage = `usage: appstack <command>   (as a kubectl plugin: 
   image [--load [--name NAME]]
                          build the operator image (Dockerfile) and the http and memcached workload images
                          with buildah on locally made base images; prints each image's OCI archive;
-                         --load: then loads them into the local cluster's real node (default: local)
+                         --load: then loads them into the local cluster's real node (default: local);
+                         needs buildah and mmdebstrap; cold: minutes (docs/measurements.md#images-build-times-and-sizes)
   crds                   write crds/yaml/ from the TypeScript CRD definitions
   cluster up|down|env|list [name] [--real-node]
-                         manage a local control plane; --real-node (with up): a real node too
+                         manage a local control plane; --real-node (with up): a real node too;
+                         up first builds, once, the whole toolchain (as \`toolchain\`; --real-node: the
+                         node's binaries too), the longest cold build (docs/measurements.md#toolchain-build-times-and-disk)
   cluster load IMAGE... [--name NAME]
                          images into the local cluster's real node (archives, or images \`image\` built)
   cluster install [name] [--samples]
@@ -83,17 +90,13 @@ export const commands: Readonly<Record<string, Command>> = {
   preview: { run: runPreviewCli, usage: previewUsage, flags: previewOptions },
   pulumi: {
     run: (args) => {
-      buildToolchain();
+      buildToolchain(undefined, pulumiTools);
       return runPulumiCli(args);
     },
     passesOn: "the pinned Pulumi CLI",
   },
   manifests: {
-    run: (args) => {
-      // On stderr, as for `pulumi`: the YAML alone goes to stdout.
-      buildToolchain();
-      return runManifestsCli(args);
-    },
+    run: (args) => runManifestsCli(args),
     usage: manifestsUsage,
     flags: manifestsFlags,
   },

@@ -11,7 +11,8 @@ import { randomBytes } from "node:crypto";
 import yaml from "js-yaml";
 import { parseFlags, UsageError } from "./flags.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
-import { repoRoot } from "../../toolchain/tools.ts";
+import { buildToolchain } from "../../toolchain/build.ts";
+import { pulumiTools, repoRoot, type ToolName } from "../../toolchain/tools.ts";
 import { buildVersion } from "../manager/build-info.ts";
 
 export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAME [flags] [-o FILE]
@@ -26,7 +27,12 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)
   --metrics-cert-secret NAME   a kubernetes.io/tls Secret there for the HTTPS metrics server (default: self-signed, made at start)
   --network-policy true|false   a NetworkPolicy for the operator's pods: egress to DNS, the API server and the database, ingress to /metrics
-  --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)`;
+  --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)
+  It needs a clone of this repository with npm ci done, and Go (README.md#prerequisites): it first builds,
+  once, into the cache, the Pulumi CLI (or uses a pulumi on PATH at the pinned version), its Node.js
+  language host and the Kubernetes provider, and no other tool (cold: minutes,
+  docs/measurements.md#toolchain-build-times-and-disk). It needs no cluster and no credentials.
+  Without any of that: deploy/appstack.yaml is this command's output with default settings.`;
 
 /** Each flag and the install option (`appstack:<key>`) it sets. */
 export const manifestsOptions = {
@@ -56,11 +62,24 @@ export const manifestsFlags = {
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
 const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "NetworkPolicy", "ServiceMonitor"];
 
-export async function runManifestsCli(argv: readonly string[]): Promise<number> {
+/** What the command does besides parsing and writing: a test observes the one and stands in for the other. */
+export interface ManifestsSteps {
+  /** Builds the named tools that are not cached yet (toolchain/build.ts). */
+  readonly build: (tools: readonly ToolName[]) => void;
+  /** The install's documents for these settings, in the order kubectl needs. */
+  readonly render: (settings: Setting[]) => Promise<string[]>;
+}
+
+// Its log on stderr, as for `pulumi`: the YAML alone goes to stdout.
+const defaultSteps: ManifestsSteps = { build: (tools) => buildToolchain(undefined, tools), render };
+
+export async function runManifestsCli(argv: readonly string[], steps: ManifestsSteps = defaultSteps): Promise<number> {
   const flags = parseFlags(argv, manifestsFlags, manifestsUsage);
   if (!flags["passphrase-secret"]) throw new UsageError(`appstack manifests: --passphrase-secret is required: the rendered install holds no passphrase\n${manifestsUsage}`);
   const settings = installSettings(flags);
-  const documents = await render(settings);
+  // The engine and the program's host only: rendering starts no cluster.
+  steps.build(pulumiTools);
+  const documents = await steps.render(settings);
   // The command line again, but where the output went.
   const shown = argv.filter((arg, index) => !["-o", "--output"].includes(arg) && !["-o", "--output"].includes(argv[index - 1] ?? "") && !arg.startsWith("--output="));
   const text = header(shown, flags) + documents.join("---\n");

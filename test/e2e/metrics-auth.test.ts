@@ -7,11 +7,10 @@
 // metrics. Plain HTTP on any address but loopback is refused at start.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import yaml from "js-yaml";
 import { RbacAuthorizationV1Api, type CoreV1Api, type V1PolicyRule } from "@kubernetes/client-node";
 import { operatorRules } from "../../components/install.ts";
 import { metricsAuthRules, metricsReaderRules } from "../../components/metrics-access.ts";
@@ -23,6 +22,7 @@ import { eventually, useCluster } from "../helpers/cluster.ts";
 import { httpGet } from "../helpers/http.ts";
 import { httpsGet, scraperToken } from "../helpers/metrics-reader.ts";
 import { disposeOperator, startOperatorProcess, type OperatorProcess } from "../helpers/operator.ts";
+import { serviceAccountKubeconfig } from "../helpers/service-account-kubeconfig.ts";
 
 const operatorNamespace = "appstack-system";
 const operatorAccount = "appstack-operator";
@@ -45,20 +45,7 @@ async function operatorKubeconfig(adminKubeconfig: string, core: CoreV1Api): Pro
   await core.createNamespacedServiceAccount({ namespace: operatorNamespace, body: { metadata: { name: operatorAccount } } });
   await bindClusterRole("appstack-operator-test", operatorRules() as V1PolicyRule[], operatorNamespace, operatorAccount);
   await bindClusterRole("appstack-operator-test-metrics-auth", metricsAuthRules, operatorNamespace, operatorAccount);
-  const token = await core.createNamespacedServiceAccountToken({ name: operatorAccount, namespace: operatorNamespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-  const tokenFile = join(scratch, "token");
-  writeFileSync(tokenFile, token.status?.token ?? "", { mode: 0o600 });
-  const admin = yaml.load(readFileSync(adminKubeconfig, "utf8")) as { clusters: { cluster: Record<string, unknown> }[] };
-  const file = join(scratch, "operator.kubeconfig");
-  writeFileSync(file, yaml.dump({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "local", cluster: admin.clusters[0]!.cluster }],
-    users: [{ name: operatorAccount, user: { tokenFile, "token-file": tokenFile } }],
-    contexts: [{ name: "local", context: { cluster: "local", user: operatorAccount } }],
-    "current-context": "local",
-  }), { mode: 0o600 });
-  return file;
+  return serviceAccountKubeconfig(core, adminKubeconfig, operatorNamespace, operatorAccount, scratch);
 }
 
 const cluster = useCluster(

@@ -6,11 +6,10 @@
 // server (the children, the identity the engine used) and from the stack state (its resources).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import yaml from "js-yaml";
 import { AuthorizationV1Api, RbacAuthorizationV1Api, type CoreV1Api, type V1PolicyRule } from "@kubernetes/client-node";
 import type { Condition } from "../../crds/types.ts";
 import type { App } from "../../components/app.ts";
@@ -22,6 +21,7 @@ import { toolPath } from "../../toolchain/tools.ts";
 import { eventually, eventWithReason, orUndefined, useCluster } from "../helpers/cluster.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { checkpointPath, disposeOperator, startOperatorProcess, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { serviceAccountKubeconfig } from "../helpers/service-account-kubeconfig.ts";
 
 const operatorNamespace = "appstack-system";
 const operatorAccount = "appstack-operator";
@@ -65,20 +65,7 @@ async function operatorKubeconfig(adminKubeconfig: string, core: CoreV1Api): Pro
   await core.createNamespacedServiceAccount({ namespace: operatorNamespace, body: { metadata: { name: operatorAccount } } });
   await rbac.createClusterRole({ body: { metadata: { name: "appstack-operator-tenancy-test" }, rules: operatorRules(undefined, true) as V1PolicyRule[] } });
   await rbac.createClusterRoleBinding({ body: { metadata: { name: "appstack-operator-tenancy-test" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "appstack-operator-tenancy-test" }, subjects: [{ kind: "ServiceAccount", name: operatorAccount, namespace: operatorNamespace }] } });
-  const token = await core.createNamespacedServiceAccountToken({ name: operatorAccount, namespace: operatorNamespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-  const tokenFile = join(scratch, "token");
-  writeFileSync(tokenFile, token.status?.token ?? "", { mode: 0o600 });
-  const admin = yaml.load(readFileSync(adminKubeconfig, "utf8")) as { clusters: { name: string; cluster: Record<string, unknown> }[] };
-  const file = join(scratch, "operator.kubeconfig");
-  writeFileSync(file, yaml.dump({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "local", cluster: admin.clusters[0]!.cluster }],
-    users: [{ name: operatorAccount, user: { tokenFile, "token-file": tokenFile } }],
-    contexts: [{ name: "local", context: { cluster: "local", user: operatorAccount } }],
-    "current-context": "local",
-  }), { mode: 0o600 });
-  return file;
+  return serviceAccountKubeconfig(core, adminKubeconfig, operatorNamespace, operatorAccount, scratch);
 }
 
 const cluster = useCluster(

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { cgroupTree, subfolders } from "../../toolchain/cluster/node-cleanup.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "appstack-leftovers-"));
@@ -71,4 +72,17 @@ test("a leftover bridge of ours holding the Service range's route does not stop 
   assert.match(links, new RegExp(made.bridge), "the new bridge is made");
   assert.match(routes, new RegExp(`10\\.96\\.0\\.0/16 dev ${made.bridge}`), "the Service range is routed to the new bridge");
   assert.doesNotMatch(String(second?.after), /apst/, "stop deletes the new bridge");
+});
+
+test("a node's cgroup tree walked while containerd removes a container's cgroup: the one gone is left out, no error", () => {
+  const root = join(scratch, "cgroups");
+  mkdirSync(join(root, "kubepods", "pod-a", "container-1"), { recursive: true });
+  mkdirSync(join(root, "kubepods", "pod-b"), { recursive: true });
+  // The folder is listed by its parent, then removed before it is read itself.
+  const racing = (path: string) => {
+    if (path.endsWith("container-1")) rmSync(path, { recursive: true });
+    return subfolders(path);
+  };
+  assert.deepEqual(cgroupTree(root, racing).map((path) => path.slice(root.length)).sort(), ["", "/kubepods", "/kubepods/pod-a", "/kubepods/pod-b"]);
+  assert.deepEqual(cgroupTree(join(root, "gone")), []);
 });

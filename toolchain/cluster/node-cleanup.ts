@@ -49,11 +49,21 @@ export function createCgroupRoot(cgroupRoot: string): void {
   }
 }
 
-/** Folders of a cgroup tree, children before parents. */
-function cgroupTree(path: string): string[] {
-  if (!existsSync(path)) return [];
-  const children = readdirSync(path, { withFileTypes: true }).filter((entry) => entry.isDirectory()).flatMap((entry) => cgroupTree(join(path, entry.name)));
-  return [...children, path];
+/** The subfolders of `path`; undefined once it is gone (containerd removes a container's cgroup as it stops, while this walks). */
+export function subfolders(path: string): string[] | undefined {
+  try {
+    return readdirSync(path, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/** Folders of a cgroup tree, children before parents; one removed while it is walked is left out. */
+export function cgroupTree(path: string, list: (path: string) => string[] | undefined = subfolders): string[] {
+  const names = list(path);
+  if (names === undefined) return [];
+  return [...names.flatMap((name) => cgroupTree(join(path, name), list)), path];
 }
 
 function processesOf(cgroup: string): number[] {
