@@ -4,10 +4,11 @@ import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { envSchema, imageSchema, resourcesSchema } from "../crds/fields.ts";
 import { stringEnum, Type } from "../crds/schema-kit.ts";
-import { automountServiceAccountTokenField, podSecurityField } from "../crds/spec-fields.ts";
+import { automountServiceAccountTokenField, networkPolicyField, podSecurityField } from "../crds/spec-fields.ts";
 import { appDeployment, appService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
-import { deploymentChild, serviceChild } from "./child-kind.ts";
+import { deploymentChild, networkPolicyChild, serviceChild } from "./child-kind.ts";
+import { objectNetworkPolicy } from "./object-network-policy.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
 
 /** How the kubelet tells that an App's pod serves on its port (manifests.ts appReadinessProbe). */
@@ -37,6 +38,7 @@ const appFields = {
   podSecurity: podSecurityField("Baseline"),
   // An App's image may be a client of the API; a Memcached's never is, so only the App asks.
   automountServiceAccountToken: automountServiceAccountTokenField(),
+  networkPolicy: networkPolicyField("spec.port (an App without a port lets nothing in)"),
 };
 
 export type App = ObjectOf<typeof appFields>;
@@ -50,18 +52,24 @@ export interface AppWorkloadArgs {
 }
 
 /** The kinds of child an App makes. */
-const appChildKinds = [deploymentChild, serviceChild] as const;
+const appChildKinds = [deploymentChild, serviceChild, networkPolicyChild] as const;
 
-/** An App's children: its Deployment, and its Service when it has a port. The component declares exactly these. */
+/**
+ * An App's children: its Deployment, its Service when it has a port, and its NetworkPolicy when
+ * spec.networkPolicy asks for one. The component declares exactly these.
+ */
 function appChildren(owner: Owner, spec: AppSpec): ChildManifest[] {
   const service = appService(owner, spec);
   const children: ChildManifest[] = [{ kind: "Deployment", name: owner.name, manifest: appDeployment(owner, spec) }];
-  return service ? [...children, { kind: "Service", name: owner.name, manifest: service }] : children;
+  if (service) children.push({ kind: "Service", name: owner.name, manifest: service });
+  if (spec.networkPolicy) children.push({ kind: "NetworkPolicy", name: owner.name, manifest: objectNetworkPolicy(owner, owner.name, spec.port === undefined ? [] : [spec.port], spec.networkPolicy) });
+  return children;
 }
 
 export class AppWorkload extends pulumi.ComponentResource {
   public readonly deployment: k8s.apps.v1.Deployment;
   public readonly service?: k8s.core.v1.Service;
+  public readonly networkPolicy?: k8s.networking.v1.NetworkPolicy;
 
   constructor(name: string, args: AppWorkloadArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:apps:App", name, {}, opts);
@@ -69,7 +77,8 @@ export class AppWorkload extends pulumi.ComponentResource {
     // appChildren always lists the Deployment.
     this.deployment = declared.Deployment!;
     this.service = declared.Service;
-    this.registerOutputs({ deployment: this.deployment.metadata.name, service: this.service?.metadata.name });
+    this.networkPolicy = declared.NetworkPolicy;
+    this.registerOutputs({ deployment: this.deployment.metadata.name, service: this.service?.metadata.name, networkPolicy: this.networkPolicy?.metadata.name });
   }
 }
 

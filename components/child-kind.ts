@@ -1,7 +1,7 @@
 // A kind of child as a kind's definition declares it (components/workload.ts): what the operator
 // needs to watch, read, own and repair it (crds/child-kinds.ts), and how a component declares it
-// as a Pulumi resource. Deployment and Service, which App and Memcached make, are declared here;
-// any other Kubernetes kind, built in or another operator's, is one `childKind(...)`.
+// as a Pulumi resource. Deployment, Service and NetworkPolicy, which App and Memcached make, are
+// declared here; any other Kubernetes kind, built in or another operator's, is one `childKind(...)`.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { kubernetesResourceType, type ChildKindInfo } from "../crds/child-kinds.ts";
@@ -43,3 +43,6 @@ export const deploymentChild = childKind({ apiVersion: "apps/v1", kind: "Deploym
 
 /** Services, declared through the provider's typed class. */
 export const serviceChild = childKind({ apiVersion: "v1", kind: "Service", plural: "services", namespaced: true }, (name, manifest: k8s.types.input.core.v1.Service, opts) => new k8s.core.v1.Service(name, manifest, opts));
+
+/** NetworkPolicies (an object's spec.networkPolicy), declared through the provider's typed class. */
+export const networkPolicyChild = childKind({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", plural: "networkpolicies", namespaced: true }, (name, manifest: k8s.types.input.networking.v1.NetworkPolicy, opts) => new k8s.networking.v1.NetworkPolicy(name, manifest, opts));

@@ -4,11 +4,12 @@ import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imageSchema } from "../crds/fields.ts";
 import { Type } from "../crds/schema-kit.ts";
-import { podSecurityField } from "../crds/spec-fields.ts";
+import { networkPolicyField, podSecurityField } from "../crds/spec-fields.ts";
 import type { WorkloadStatus } from "../crds/types.ts";
-import { defaultMemcachedImage, defaultMemcachedUser, memcachedAppName, memcachedDeployment, memcachedService } from "./manifests.ts";
+import { defaultMemcachedImage, defaultMemcachedUser, memcachedAppName, memcachedDeployment, memcachedPort, memcachedService } from "./manifests.ts";
 import type { Owner } from "./metadata.ts";
-import { deploymentChild, serviceChild } from "./child-kind.ts";
+import { deploymentChild, networkPolicyChild, serviceChild } from "./child-kind.ts";
+import { objectNetworkPolicy } from "./object-network-policy.ts";
 import { declareChildren, defineKind, type ChildManifest, type ObjectOf } from "./workload.ts";
 
 const memcachedFields = {
@@ -16,6 +17,7 @@ const memcachedFields = {
   image: imageSchema({ default: defaultMemcachedImage, description: `The memcached image (default ${defaultMemcachedImage}).` }),
   // Restricted, as user 11211: memcached needs no root.
   podSecurity: podSecurityField("Restricted", defaultMemcachedUser),
+  networkPolicy: networkPolicyField(`port ${memcachedPort}`),
 };
 
 export interface MemcachedStatus extends WorkloadStatus {
@@ -34,19 +36,25 @@ export interface MemcachedWorkloadArgs {
 }
 
 /** The kinds of child a Memcached makes. */
-const memcachedChildKinds = [deploymentChild, serviceChild] as const;
+const memcachedChildKinds = [deploymentChild, serviceChild, networkPolicyChild] as const;
 
-/** A Memcached's children: its Deployment and its Service. The component declares exactly these. */
+/**
+ * A Memcached's children: its Deployment and its Service, and its NetworkPolicy when
+ * spec.networkPolicy asks for one. The component declares exactly these.
+ */
 function memcachedChildren(owner: Owner, spec: MemcachedSpec): ChildManifest[] {
-  return [
+  const children: ChildManifest[] = [
     { kind: "Deployment", name: owner.name, manifest: memcachedDeployment(owner, spec) },
     { kind: "Service", name: owner.name, manifest: memcachedService(owner) },
   ];
+  if (spec.networkPolicy) children.push({ kind: "NetworkPolicy", name: owner.name, manifest: objectNetworkPolicy(owner, memcachedAppName, [memcachedPort], spec.networkPolicy) });
+  return children;
 }
 
 export class MemcachedWorkload extends pulumi.ComponentResource {
   public readonly deployment: k8s.apps.v1.Deployment;
   public readonly service: k8s.core.v1.Service;
+  public readonly networkPolicy?: k8s.networking.v1.NetworkPolicy;
 
   constructor(name: string, args: MemcachedWorkloadArgs, opts?: pulumi.ComponentResourceOptions) {
     super("appstack:apps:Memcached", name, {}, opts);
@@ -54,7 +62,8 @@ export class MemcachedWorkload extends pulumi.ComponentResource {
     // memcachedChildren always lists both.
     this.deployment = declared.Deployment!;
     this.service = declared.Service!;
-    this.registerOutputs({ deployment: this.deployment.metadata.name, service: this.service.metadata.name });
+    this.networkPolicy = declared.NetworkPolicy;
+    this.registerOutputs({ deployment: this.deployment.metadata.name, service: this.service.metadata.name, networkPolicy: this.networkPolicy?.metadata.name });
   }
 }
 

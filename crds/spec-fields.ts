@@ -1,5 +1,6 @@
 // The spec fields appstack adds to every kind's own (update policy, suspension, deletion policy,
-// dependencies, tenant identity), and the Pod Security field a kind with pods may take.
+// dependencies, tenant identity), and the fields a kind with pods may take (Pod Security, the
+// ServiceAccount token, a NetworkPolicy).
 import { deletionPolicies, maxDependencies, podSecurityProfiles, updatePolicies, type PodSecurityProfile } from "./types.ts";
 import { stringEnum, Type, type Static, type TObject } from "./schema-kit.ts";
 
@@ -47,6 +48,33 @@ export function automountServiceAccountTokenField() {
     description: "true mounts the token of the pods' ServiceAccount (the namespace's default) into them, for an image that calls the Kubernetes API. Unset or false, none is mounted: a pod that never calls the API holds no credential for it.",
   }));
 }
+
+/** Whose pods spec.networkPolicy lets in: the object's namespace's, or every namespace's. */
+export const networkPolicyPeers = ["Namespace", "AllNamespaces"] as const;
+
+/**
+ * spec.networkPolicy for a kind whose pods serve on `ports` (said in words). Opt in, with no
+ * default: a NetworkPolicy that selects a pod refuses whatever it does not list, and who its
+ * clients are is the user's to say. One choice only, whose pods: a policy finer than that (by
+ * label, by address) is the user's own NetworkPolicy, which Kubernetes adds to this one.
+ */
+export function networkPolicyField(ports: string) {
+  return Type.Optional(networkPolicySchema(ports));
+}
+
+function networkPolicySchema(ports: string) {
+  return Type.Object({
+    from: Type.Optional(stringEnum(networkPolicyPeers, {
+      default: "Namespace",
+      description: "Namespace (the default): the pods of this object's namespace. AllNamespaces: the pods of every namespace. Neither lets in clients outside the cluster's pods; the pods' node is always let in (kubelet's probes), as Kubernetes says.",
+    })),
+  }, {
+    description: `When set, a NetworkPolicy named after this object selects its pods and lets in only TCP to ${ports}, from the pods \`from\` names; every other connection to them is refused, where the cluster's network plugin enforces NetworkPolicies. Egress is not restricted: what the pods connect to is the user's to limit, with a NetworkPolicy of their own. Unset (the default), none is made, and unsetting it deletes the one made.`,
+  });
+}
+
+/** spec.networkPolicy, as TypeScript reads it. */
+export type NetworkPolicySpec = Static<ReturnType<typeof networkPolicySchema>>;
 
 /**
  * operator/controller/tenancy.ts. A plain name (a DNS-1123 subdomain, as a ServiceAccount's):

@@ -2,6 +2,7 @@
 // its value in the live object, whoever wrote it. Fields the manifest does not set are judged by
 // who set them (additions.ts): the API server's defaults and the cluster's controllers' are not
 // drift, what a person or a tool added to the spec is.
+import { canonicalJson } from "../base/canonical-json.ts";
 
 /** The key that identifies an item of a list, as the list-map keys of the Kubernetes API do. */
 export function itemKey(item: unknown): string | undefined {
@@ -81,8 +82,9 @@ function listDifferences(desired: unknown[], live: unknown, path: string): strin
       return differences(item, live.find((candidate) => itemKey(candidate) === key), `${path}[${key}]`);
     });
   }
-  // An atomic list (container args): the whole list is one value.
-  return JSON.stringify(desired) === JSON.stringify(live) ? [] : [`${path}: ${show(live)}, want ${show(desired)}`];
+  // An atomic list (container args, a NetworkPolicy's rules): the whole list is one value, whatever
+  // order the keys of its items come in (the API server's, not the manifest's).
+  return canonicalJson(desired) === canonicalJson(live) ? [] : [`${path}: ${show(live)}, want ${show(desired)}`];
 }
 
 /**

@@ -3,8 +3,8 @@
 // with the kind's resource answered from the declaration rather than by a discovery request, and a
 // patch of its own: the library's takes its path from the body, which a JSON patch has not. Its
 // requests go through the same configuration as the typed clients' (clients.ts: connection pool,
-// deadline, write fence, impersonation), and its answers are deserialized as theirs are.
-import { HttpMethod, KubernetesObjectApi, type KubernetesListObject, type KubernetesObject, type PatchStrategy, type V1APIResource } from "@kubernetes/client-node";
+// deadline, write fence, impersonation); its answers are the API server's JSON, as a watch's events are.
+import { HttpMethod, KubernetesObjectApi, type KubernetesListObject, type KubernetesObject, type PatchStrategy, type ResponseContext, type V1APIResource } from "@kubernetes/client-node";
 import { childPath, type ChildKindInfo } from "../../crds/child-kinds.ts";
 
 /** A patch of one child: a JSON patch, or a manifest to apply server-side as `fieldManager`. */
@@ -24,6 +24,16 @@ export class ChildObjectApi extends KubernetesObjectApi {
     const declared = this.declared.get(`${apiVersion} ${kind}`);
     if (declared) return Promise.resolve({ kind, name: declared.plural, namespaced: declared.namespaced, singularName: "", verbs: [] });
     return super.resource(apiVersion, kind);
+  }
+
+  /**
+   * A child as the API server sends it, as a watch event carries it: the library's typed models
+   * rename fields that are words of JavaScript (a NetworkPolicy's `from` is their `_from`), which
+   * the drift check would read as a field missing.
+   */
+  protected override async processResponse<T extends KubernetesObject>(response: ResponseContext, type?: string): Promise<T> {
+    if (response.httpStatusCode < 200 || response.httpStatusCode > 299) return super.processResponse<T>(response, type);
+    return JSON.parse(await response.body.text()) as T;
   }
 
   private known(kind: ChildKindInfo): void {

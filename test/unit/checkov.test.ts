@@ -1,6 +1,7 @@
 // What a platform team's scanner says: checkov's Kubernetes checks on the rendered install
 // (`appstack manifests`, with its opt-in NetworkPolicy) and on each kind's children as the
-// components make them from a spec that gives only what the kind requires. Every failure left is in
+// components make them from a spec that gives only what the kind requires, with the NetworkPolicy
+// a hardened user asks for (spec.networkPolicy). Every failure left is in
 // the allowlist below with why; a failure not listed fails the test, and so does a listed one that
 // no longer fails (the list would hide a regression behind it). No cluster: it scans files.
 import assert from "node:assert/strict";
@@ -22,9 +23,13 @@ const skip = checkovUnavailable() ?? false;
 const scratch = mkdtempSync(join(tmpdir(), "checkov-test-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** Each kind's object with only the fields its schema requires (and a port, so that an App has its Service), defaulted as the API server defaults them. */
-const app: App = { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name: "web", namespace: "team-a", uid: "uid-web" }, spec: { image: "nginx:1.27", replicas: 1, port: 8080 } };
-const memcached: Memcached = { apiVersion: "appstack.dev/v1alpha1", kind: "Memcached", metadata: { name: "cache", namespace: "team-a", uid: "uid-cache" }, spec: { size: 3, image: defaultMemcachedImage } };
+/**
+ * Each kind's object with only the fields its schema requires (and a port, so that an App has its
+ * Service), defaulted as the API server defaults them, and spec.networkPolicy, which a hardened
+ * user sets (docs/security.md): with it, no pod is without a NetworkPolicy.
+ */
+const app: App = { apiVersion: "appstack.dev/v1alpha1", kind: "App", metadata: { name: "web", namespace: "team-a", uid: "uid-web" }, spec: { image: "nginx:1.27", replicas: 1, port: 8080, networkPolicy: { from: "Namespace" } } };
+const memcached: Memcached = { apiVersion: "appstack.dev/v1alpha1", kind: "Memcached", metadata: { name: "cache", namespace: "team-a", uid: "uid-cache" }, spec: { size: 3, image: defaultMemcachedImage, networkPolicy: { from: "Namespace" } } };
 const objects: Workload[] = [app, memcached];
 
 /** Each remaining failure, by check and resource (kind.namespace.name), with why it stays. */
@@ -33,7 +38,6 @@ const digest = "an image by tag, not digest: the install's pinned image digest i
 const pullAlways = "imagePullPolicy left to the kubelet's default for the tag: Always would make every pod start depend on the registry";
 const baseline = "spec.podSecurity defaults to Baseline for an App (its image may need root, as nginx's does); profile Restricted sets what this check asks, and a namespace that enforces restricted needs it";
 const appResources = "an App's image is anyone's: its spec.resources is the user's to set, no default fits every image";
-const childNetworkPolicy = "no NetworkPolicy per object yet: which peers an App or a Memcached serves is the user's to say (the operator's own NetworkPolicy is opt-in, appstack:networkPolicy)";
 const allowlist: Readonly<Record<string, string>> = {
   "CKV_K8S_11 Deployment.appstack-system.appstack-operator": cpuLimit,
   "CKV_K8S_15 Deployment.appstack-system.appstack-operator": pullAlways,
@@ -43,12 +47,10 @@ const allowlist: Readonly<Record<string, string>> = {
   "CKV_K8S_11 Deployment.team-a.cache": cpuLimit,
   "CKV_K8S_15 Deployment.team-a.cache": pullAlways,
   "CKV_K8S_43 Deployment.team-a.cache": digest,
-  "CKV2_K8S_6 Pod.team-a.cache": childNetworkPolicy,
 
   "CKV_K8S_11 Deployment.team-a.web": cpuLimit,
   "CKV_K8S_15 Deployment.team-a.web": pullAlways,
   "CKV_K8S_43 Deployment.team-a.web": digest,
-  "CKV2_K8S_6 Pod.team-a.web": childNetworkPolicy,
   "CKV_K8S_10 Deployment.team-a.web": appResources,
   "CKV_K8S_12 Deployment.team-a.web": appResources,
   "CKV_K8S_13 Deployment.team-a.web": appResources,

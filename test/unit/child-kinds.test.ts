@@ -31,6 +31,7 @@ test("the child kinds are the union of every kind's, each once, in the order fir
   assert.deepEqual(childKinds().map((kind) => `${kind.apiVersion} ${kind.kind} ${kind.plural} ${kind.resourceType}`), [
     "apps/v1 Deployment deployments kubernetes:apps/v1:Deployment",
     "v1 Service services kubernetes:core/v1:Service",
+    "networking.k8s.io/v1 NetworkPolicy networkpolicies kubernetes:networking.k8s.io/v1:NetworkPolicy",
     "v1 ConfigMap configmaps kubernetes:core/v1:ConfigMap",
   ]);
   assert.equal(customResourceDefinitions().at(-1)?.metadata.name, "greeters.appstack.dev");
@@ -52,6 +53,7 @@ test("the ownership policy covers updates of every declared kind of child", () =
   assert.deepEqual(policy.spec.matchConstraints.resourceRules, [
     { apiGroups: ["apps"], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["deployments"] },
     { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["services"] },
+    { apiGroups: ["networking.k8s.io"], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["networkpolicies"] },
     { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["configmaps"] },
   ]);
 });
@@ -66,7 +68,7 @@ test("the operator watches every declared kind of child, listing by path with no
   t.after(() => watcher.stop());
   const error = await watcher.start(500).then(() => undefined, (e: unknown) => e);
   assert.ok(error instanceof CacheSyncTimeout, String(error));
-  for (const path of ["/apis/apps/v1/deployments", "/api/v1/services", "/api/v1/configmaps", "/api/v1/pods"]) assert.match(error.message, new RegExp(`${path}[,)]|${path}$`), path);
+  for (const path of ["/apis/apps/v1/deployments", "/api/v1/services", "/apis/networking.k8s.io/v1/networkpolicies", "/api/v1/configmaps", "/api/v1/pods"]) assert.match(error.message, new RegExp(`${path}[,)]|${path}$`), path);
   const listed = server.requests.filter((url) => url.pathname === "/api/v1/configmaps");
   assert.equal(listed[0]?.searchParams.get("labelSelector"), "app.kubernetes.io/managed-by=appstack");
   assert.ok(!server.requests.some((url) => url.pathname === "/api/v1" || url.pathname === "/apis/apps/v1"), "no discovery request");
