@@ -15,6 +15,7 @@ export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps
   const selector = selectorLabels(owner, owner.name);
   const metadata = childMetadata(owner, owner.name);
   const security = securityContexts(spec.podSecurity, { profile: "Baseline" });
+  const readinessProbe = appReadinessProbe(spec);
   return {
     metadata,
     spec: {
@@ -32,7 +33,7 @@ export function appDeployment(owner: Owner, spec: AppSpec): k8s.types.input.apps
               image: spec.image,
               ...(security.container ? { securityContext: security.container } : {}),
               ...(spec.port ? { ports: [{ name: "http", containerPort: spec.port, protocol: "TCP" }] } : {}),
-              ...withReadinessProbe(spec),
+              ...(readinessProbe ? { readinessProbe } : {}),
               ...(spec.env?.length ? { env: spec.env.map((e) => ({ name: e.name, value: e.value ?? "" })) } : {}),
               // Quantities are int-or-string in the API; the SDK types them as strings only. Passed
               // as written, so that a spec's `cpu: 1` stays what the stack applied before.
@@ -57,11 +58,6 @@ export function appReadinessProbe(spec: AppSpec): k8s.types.input.core.v1.Probe 
   const timing = { periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 3 };
   if (probe.type === "HTTP") return { httpGet: { path: probe.path ?? "/", port: "http" }, ...timing };
   return { tcpSocket: { port: "http" }, ...timing };
-}
-
-function withReadinessProbe(spec: AppSpec): { readinessProbe?: k8s.types.input.core.v1.Probe } {
-  const readinessProbe = appReadinessProbe(spec);
-  return readinessProbe ? { readinessProbe } : {};
 }
 
 /** The Service for an App with a port; none without one. */

@@ -37,6 +37,12 @@ interface WatchState {
   lastError?: string;
 }
 
+/** An informer's cache, and its state (`settled` once its first list is in the cache). */
+interface Informer<T extends KubernetesObject> {
+  readonly cache: Cached<T>;
+  readonly watch: WatchState;
+}
+
 /** Some caches did not sync in time: says which, and the last error of each. */
 export class CacheSyncTimeout extends Error {
   constructor(unsynced: readonly WatchState[], deadlineMs: number) {
@@ -110,15 +116,14 @@ export class Watcher {
         this.workloads.set(kind, [...(this.workloads.get(kind) ?? []), informer]);
       }
       for (const kind of childKinds()) {
-        const informer = this.childInformer<KubernetesObject>(childPath(kind, ns), () => clients.objects.listChildren(kind, ns, managedSelector), ns, false);
+        const { cache: informer } = this.childInformer<KubernetesObject>(childPath(kind, ns), () => clients.objects.listChildren(kind, ns, managedSelector), ns, false);
         this.children.set(kind.kind, [...(this.children.get(kind.kind) ?? []), informer]);
       }
       this.pods.follow(this.childInformer<V1Pod>(resourcePath("v1", "pods", ns), () =>
-        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true));
+        ns ? clients.core.listNamespacedPod({ namespace: ns, labelSelector: managedSelector }) : clients.core.listPodForAllNamespaces({ labelSelector: managedSelector }), ns, true).cache);
       const slices = { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", labelSelector: managedSelector };
-      const sliceCache = this.childInformer<V1EndpointSlice>(resourcePath(`${slices.group}/${slices.version}`, slices.plural, ns), () =>
+      const { cache: sliceCache, watch: sliceWatch } = this.childInformer<V1EndpointSlice>(resourcePath(`${slices.group}/${slices.version}`, slices.plural, ns), () =>
         ns ? clients.custom.listNamespacedCustomObject({ ...slices, namespace: ns }) : clients.custom.listClusterCustomObject(slices), ns, true);
-      const sliceWatch = this.watches.at(-1)!;
       this.endpointSlices.follow(sliceCache);
       for (const type of ["add", "update"] as const) sliceCache.on(type, (slice: V1EndpointSlice) => this.endpointChanges.seen(slice, !sliceWatch.settled));
       sliceCache.on("delete", (slice: V1EndpointSlice) => this.endpointChanges.gone(slice));
@@ -139,7 +144,7 @@ export class Watcher {
     };
     // Sharded, an object that leaves the selection (moved to another replica) is a deletion to the
     // informer: its key is queued, and the reconciler's shard fence forgets it (shard-fence.ts).
-    const informer = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list, ns, this.shardSelector);
+    const { cache: informer } = this.informer<Workload>(`${plural}${ns ? ` in ${ns}` : ""}`, resourcePath(apiVersion, plural, ns), list, ns, this.shardSelector);
     const keyOfEvent = (object: Workload) => keyString({ kind, namespace: object.metadata.namespace, name: object.metadata.name });
     // A dependency's status is work for its dependants (its own status writes are not its own work):
     // queued when it appears, goes, or becomes Ready or not for a generation.
@@ -166,16 +171,16 @@ export class Watcher {
   }
 
   /** `statusOnly`: a kind read only for the status, whose events never cut a backoff short. */
-  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, ns: string | undefined, statusOnly: boolean): Cached<T> {
+  private childInformer<T extends KubernetesObject>(resourcePath: string, list: () => Promise<unknown>, ns: string | undefined, statusOnly: boolean): Informer<T> {
     const informer = this.informer<T>(resourcePath, resourcePath, list, ns, managedSelector);
     // Sharded, a child's events are work only for a parent of this replica's.
     const handler = childEvents(this.shardSelector === undefined ? this.queue : onlyFor(this.queue, (key) => this.owns(key)), statusOnly);
-    for (const type of ["add", "update", "delete"] as const) informer.on(type, handler(type));
+    for (const type of ["add", "update", "delete"] as const) informer.cache.on(type, handler(type));
     return informer;
   }
 
   /** An informer on `resourcePath`, restarted whenever it fails, whose first list `start` waits for. */
-  private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, namespace: string | undefined, labelSelector?: string): Cached<T> {
+  private informer<T extends KubernetesObject>(what: string, resourcePath: string, list: () => Promise<unknown>, namespace: string | undefined, labelSelector?: string): Informer<T> {
     let markSynced!: () => void;
     const synced = new Promise<void>((resolve) => (markSynced = resolve));
     const source = new RestartingInformer<T>({
@@ -198,7 +203,7 @@ export class Watcher {
     };
     const watch: WatchState = { what, namespace, source, settled: false, synced, settle, deniedAnswers: 0 };
     this.watches.push(watch);
-    return source.cache;
+    return { cache: source.cache, watch };
   }
 
   /** How long `watch` waits before it starts again after `error`, said in the log. */
