@@ -158,7 +158,7 @@ export class Reconciler {
     if ((this.claimed.get(claim) ?? key) !== key) return { outcome: "requeued", requeueAfterMs: sameNameRetryMs };
     this.claimed.set(claim, key);
     try {
-      const object = { ...cached, status: this.reporter.statusFor(cached) } as Workload;
+      const object = this.reporter.current(cached);
       return await this.reconcileObject(object, stack, key, this.deps.log.with({ object: key, stack }));
     } finally {
       this.claimed.delete(claim);

@@ -12,7 +12,7 @@ import type { Phase } from "./conditions.ts";
 import { describeDrift } from "./drift.ts";
 import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
-import { briefError, isNotFound, keyOf, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
+import { briefError, isNotFound, keyOf, keyString, parseKey, readWorkload, type KubeClients } from "../kube/clients.ts";
 import type { Logger } from "../base/log.ts";
 import { redactKnownSecrets } from "../base/redact.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
@@ -24,6 +24,9 @@ import { explainedFailure, isForbidden, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
 
 export const busyRetryMs = 5_000;
+
+/** When an object whose status another writer changed under a write is reconciled again (its watch event usually comes first). */
+const statusConflictRetryMs = 1_000;
 
 /** The stack report of a failed attempt: how many in a row, and when the next one comes. */
 export function retrying(stack: StackStatus, attempt: number, delayMs: number): StackStatus {
@@ -64,6 +67,8 @@ interface Written {
   /** The object's work key: an object that leaves this replica's share is forgotten by it. */
   readonly key: string;
   readonly status: WorkloadStatus;
+  /** The object's resourceVersion after the write: the precondition of the next (status.ts) while the cache is behind. */
+  readonly resourceVersion: string | undefined;
   readonly before: readonly (WorkloadStatus | undefined)[];
 }
 
@@ -84,19 +89,20 @@ export class Reporter {
   }
 
   /**
-   * The status a reconcile of `cached` (the watch cache's copy) starts from. Right after a write
-   * the cache is behind, and the status last written is fresher. A cache that shows a status this
-   * replica neither wrote nor replaced has another writer's (another replica's, while the object
-   * was away; a person's): that is the object's status, and a different one is written again.
+   * The object a reconcile of `cached` (the watch cache's copy) starts from. Right after a write
+   * the cache is behind, and the status last written (with the resourceVersion it made) is
+   * fresher. A cache that shows a status this replica neither wrote nor replaced has another
+   * writer's (another replica's, while the object was away; a person's): that is the object's
+   * status, and a different one is written again.
    */
-  statusFor(cached: Workload): WorkloadStatus | undefined {
+  current(cached: Workload): Workload {
     const uid = cached.metadata.uid;
     const written = this.written.get(uid);
-    if (!written) return cached.status;
-    if (written.before.some((status) => isDeepStrictEqual(status, cached.status))) return written.status;
+    if (!written) return { ...cached };
+    if (written.before.some((status) => isDeepStrictEqual(status, cached.status))) return { ...cached, metadata: { ...cached.metadata, resourceVersion: written.resourceVersion }, status: written.status };
     // The cache shows the last write, or another writer's since: it is right from now on.
     this.written.delete(uid);
-    return cached.status;
+    return { ...cached };
   }
 
   /** Forgets what was written for an object whose finalizer is gone. */
@@ -125,7 +131,34 @@ export class Reporter {
     const earlier = this.written.get(object.metadata.uid);
     const before = earlier ? [...earlier.before, earlier.status] : [];
     if (!before.some((status) => isDeepStrictEqual(status, replaced))) before.push(replaced);
-    this.written.set(object.metadata.uid, { key: keyString(keyOf(object)), status: object.status!, before: before.slice(-maxBefore) });
+    this.written.set(object.metadata.uid, { key: keyString(keyOf(object)), status: object.status!, resourceVersion: object.metadata.resourceVersion, before: before.slice(-maxBefore) });
+  }
+
+  /**
+   * Writes `status` over `object`'s (`replaced`), with the resourceVersion precondition
+   * (status.ts). The object changed since it was read: read afresh, a status still as `replaced`
+   * (the change was its labels, annotations or spec: no other status writer) is written at the
+   * fresh resourceVersion; another writer's status is left standing, and the object is
+   * reconciled again soon, from it. Returns a requeue in that case.
+   */
+  private async write(object: Workload, status: WorkloadStatus, replaced: WorkloadStatus | undefined): Promise<HandlerResult> {
+    try {
+      if (await writeStatus(this.deps.clients, object, status)) this.remember(object, replaced);
+      return undefined;
+    } catch (error) {
+      // 409 only: the precondition failed (a 422 is a status the CRD refuses, not a race).
+      if ((error as { code?: unknown } | undefined)?.code !== 409) throw error;
+    }
+    const fresh = await readWorkload(this.deps.clients, keyOf(object));
+    if (!fresh || fresh.metadata.uid !== object.metadata.uid) return undefined;
+    if (!isDeepStrictEqual(fresh.status, replaced)) {
+      this.deps.log.info("the status changed since the object was read (another writer's); not written over, reconciling again", { object: keyString(keyOf(object)) });
+      this.written.delete(object.metadata.uid);
+      return { outcome: "requeued", requeueAfterMs: statusConflictRetryMs };
+    }
+    object.metadata = { ...object.metadata, resourceVersion: fresh.metadata.resourceVersion };
+    if (await writeStatus(this.deps.clients, object, status)) this.remember(object, replaced);
+    return undefined;
   }
 
   /**
@@ -188,7 +221,7 @@ export class Reporter {
     const cached = this.deps.watcher.workload(objectKey.kind, objectKey.namespace, objectKey.name);
     if (!cached) return;
     // From the status last written, as a reconcile starts: the cache may not show an `up`'s report yet.
-    const object = { ...cached, status: this.statusFor(cached) } as Workload;
+    const object = this.current(cached);
     // A 403 (RBAC: a tenant's ServiceAccount may not write a child, tenancy.ts) is named as such.
     const shown = reason === "Forbidden" ? reason : "ReconcileFailed";
     this.deps.events.record(object, "Warning", shown, message);
@@ -240,9 +273,9 @@ export class Reporter {
     const uid = object.metadata.uid;
     const handledRequest = this.handledRequests.get(uid)?.requestedAt;
     const status = redactKnownSecrets(computeStatus({ object, deployment, pods, selector: selectorString(selector), phase: refined, stack, preview, handledRequest }));
-    const replaced = object.status;
     try {
-      if (await writeStatus(this.deps.clients, object, status)) this.remember(object, replaced);
+      const superseded = await this.write(object, status, object.status);
+      if (superseded) return superseded;
       if (handledRequest !== undefined) this.handledRequests.delete(uid);
     } catch (error) {
       // The object was deleted under us: nothing left to report on.

@@ -151,11 +151,21 @@ function withoutTimestamp(status: WorkloadStatus | undefined): string {
   return canonicalJson({ ...status, lastUpdateTime: undefined });
 }
 
-/** Writes `status` unless it says what the object already says; returns whether it wrote. */
+/**
+ * Writes `status` unless it says what the object already says; returns whether it wrote. The write
+ * holds only if the object is still at the resourceVersion `object` was read at (409 otherwise,
+ * `isConflict`): a status computed from a stale read (a write that waited on a stalled connection
+ * while another replica took the object over and wrote its own) never lands over a newer one.
+ * On success `object` carries the written status and the resourceVersion it made.
+ */
 export async function writeStatus(clients: KubeClients, object: Workload, status: WorkloadStatus): Promise<boolean> {
   if (withoutTimestamp(object.status) === withoutTimestamp(status)) return false;
   const stamped = JSON.parse(JSON.stringify({ ...status, lastUpdateTime: new Date().toISOString() })) as WorkloadStatus;
-  await patchWorkload(clients, keyOf(object), [{ op: "add", path: "/status", value: stamped }], "status");
+  const written = await patchWorkload(clients, keyOf(object), [
+    { op: "replace", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion },
+    { op: "add", path: "/status", value: stamped },
+  ], "status");
   object.status = stamped;
+  object.metadata = { ...object.metadata, resourceVersion: written.metadata.resourceVersion };
   return true;
 }

@@ -322,3 +322,35 @@ test("a first finalizer refused because the object changed since the cache read 
   assert.deepEqual({ events: api.events, statusWrites: api.statusWrites }, before, "no ReconcileFailed Event, no Stalled status for a lost race");
 });
 
+
+test("a status computed from a read that another writer's status has overtaken is not written over it (issue 45, item 8)", async () => {
+  const api = new FakeApi();
+  const a = new Replica(api, "replica-a", backend("overtaken").url);
+  a.sync();
+  await a.reconcile();
+  assert.equal(readyCondition(api.object), "True Available");
+  // Another writer (the replica that took the object over while this one's write waited) writes
+  // its status; this replica's cache has not seen it, and its next status differs from both.
+  const theirs = { ...structuredClone(api.object.status!), lastUpdateTime: new Date(Date.now() + 1_000).toISOString() };
+  api.writeStatus(theirs);
+  api.deployment = { ...api.deployment, status: rollingOut };
+  const writes = api.statusWrites;
+  assert.equal(await a.reconcile(), "requeued", "reconciled again once the cache shows the other status");
+  assert.equal(api.statusWrites, writes, "the stale status write did not land");
+  assert.deepEqual(api.object.status, theirs, "the other writer's status stands");
+  a.sync();
+  await a.reconcile();
+  assert.equal(readyCondition(api.object), "False RollingOut", "read afresh, the object gets the status the cluster calls for");
+});
+
+test("a status write whose object changed only in its labels since the read is written at the new resourceVersion", async () => {
+  const api = new FakeApi();
+  const a = new Replica(api, "replica-a", backend("relabelled").url);
+  a.sync();
+  await a.reconcile();
+  api.label({ [shardOwnerLabel]: "replica-a", team: "payments" });
+  api.deployment = { ...api.deployment, status: rollingOut };
+  assert.equal(await a.reconcile(), undefined);
+  assert.equal(readyCondition(api.object), "False RollingOut", "the status is written, not lost to the label change");
+  assert.equal(api.object.metadata.labels?.["team"], "payments");
+});
