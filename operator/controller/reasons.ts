@@ -96,7 +96,7 @@ export const conditionReasons = {
   },
   Suspended: {
     phases: ["suspended"],
-    when: "`spec.suspend: true`: Ready is True while the applied spec is live and nothing is held back, False while a change or a drift waits for the resume",
+    when: "`spec.suspend: true`: Ready is True while the applied spec is live, its Services route to its ready pods (as `EndpointsPending` says otherwise) and nothing is held back; False while a change or a drift waits for the resume, or while the Services do not route yet",
     todo: "resume (`kubectl appstack resume`) to apply what is held back ([Suspend and resume](#suspend-and-resume))",
   },
   StackUpdateFailed: { phases: ["stalled"], when: "`pulumi up` (or `refresh`) failed; the message is the engine's. Retried with backoff", todo: "fix what the message names, usually in the spec" },

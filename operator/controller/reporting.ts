@@ -244,7 +244,7 @@ export class Reporter {
 
   /** `phase`, held back from Ready until the object's Services route to its ready pods (service-endpoints.ts). */
   private served(object: Workload, phase: Phase, pods: readonly V1Pod[]): { phase: Phase; recheckInMs?: number } {
-    if (phase.kind !== "ready") return { phase };
+    if (phase.kind !== "ready" && !(phase.kind === "suspended" && phase.current)) return { phase };
     const { namespace } = object.metadata;
     const { watcher, proxySyncMs } = this.deps;
     const services = childManifests(object)

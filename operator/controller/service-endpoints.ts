@@ -75,12 +75,21 @@ export interface ServiceRouting {
 /**
  * `phase`, unless it is Ready and a Service of `routing` does not yet route to every ready pod of
  * `pods` it selects, or began to less than `proxySyncMs` ago: then Reconciling (EndpointsPending),
- * naming the Service, with when to look again. A Service without a selector has its endpoints
- * written by hand, and is not waited for.
+ * naming the Service, with when to look again. A suspended object whose children are current is
+ * Ready by the same rule: until its Services route, it stays suspended and not Ready, saying why.
+ * A Service without a selector has its endpoints written by hand, and is not waited for.
  */
 export function withServiceEndpoints(phase: Phase, pods: readonly V1Pod[], routing: ServiceRouting, now = Date.now()): { phase: Phase; recheckInMs?: number } {
-  if (phase.kind !== "ready") return { phase };
-  let settling: { phase: Phase; recheckInMs: number } | undefined;
+  const readyNow = phase.kind === "ready" || (phase.kind === "suspended" && phase.current);
+  const pending = readyNow ? routingPending(pods, routing, now) : undefined;
+  if (!pending) return { phase };
+  const held: Phase = phase.kind === "suspended" ? { kind: "suspended", current: false, message: `${phase.message}; ${pending.message}` } : { kind: "progressing", reason: "EndpointsPending", message: pending.message };
+  return pending.recheckInMs === undefined ? { phase: held } : { phase: held, recheckInMs: pending.recheckInMs };
+}
+
+/** Why a Service of `routing` does not route to the ready pods yet, with when to look again if time alone will tell; undefined when every one does. */
+function routingPending(pods: readonly V1Pod[], routing: ServiceRouting, now: number): { message: string; recheckInMs?: number } | undefined {
+  let settling: { message: string; recheckInMs: number } | undefined;
   for (const service of routing.services) {
     const selected = pods.filter((pod) => isReady(pod) && selects(service, pod));
     if (selected.length === 0) continue;
@@ -88,16 +97,13 @@ export function withServiceEndpoints(phase: Phase, pods: readonly V1Pod[], routi
     const listed = readyEndpoints(slices);
     const routed = selected.filter((pod) => listed.has(pod.metadata?.name ?? "")).length;
     const name = service.metadata?.name ?? "";
-    if (routed < selected.length) {
-      return { phase: { kind: "progressing", reason: "EndpointsPending", message: `the Service ${name} routes to ${routed} of ${selected.length} ready pods: its EndpointSlices do not list the others yet` } };
-    }
+    if (routed < selected.length) return { message: `the Service ${name} routes to ${routed} of ${selected.length} ready pods: its EndpointSlices do not list the others yet` };
     const since = routing.lastChange(slices);
     const waitMs = since + routing.proxySyncMs - now;
     if (waitMs > (settling?.recheckInMs ?? 0)) {
       // No moving figure in the message: every report would write the status again.
-      const message = `the Service ${name} lists every ready pod; waiting ${routing.proxySyncMs / 1000} s from its last change for the service proxies (kube-proxy) to apply it`;
-      settling = { phase: { kind: "progressing", reason: "EndpointsPending", message }, recheckInMs: waitMs };
+      settling = { message: `the Service ${name} lists every ready pod; waiting ${routing.proxySyncMs / 1000} s from its last change for the service proxies (kube-proxy) to apply it`, recheckInMs: waitMs };
     }
   }
-  return settling ?? { phase };
+  return settling;
 }

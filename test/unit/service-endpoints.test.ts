@@ -75,3 +75,11 @@ test("a slice's change counts only when it changes which pods it routes to; thos
   changes.gone(other);
   assert.equal(changes.lastChange([other]), 0);
 });
+
+test("a suspended object whose children are current is Ready by the same rule: suspended and not Ready until its Services route", () => {
+  const suspended: Phase = { kind: "suspended", current: true, message: "2 of 2 replicas available; suspended" };
+  assert.deepEqual(check([pod("a")], [slice([{ pod: "a" }])], [service], suspended), suspended);
+  assert.deepEqual(check([pod("a")], [], [service], suspended), { kind: "suspended", current: false, message: "2 of 2 replicas available; suspended; the Service web routes to 0 of 1 ready pods: its EndpointSlices do not list the others yet" });
+  const held: Phase = { kind: "suspended", current: false, message: "suspended; held back" };
+  assert.deepEqual(check([pod("a")], [], [service], held), held, "a suspended object not current is left as it is");
+});
