@@ -103,15 +103,17 @@ const metricsCertPath = "/etc/appstack/metrics-cert";
 export const rbacInUseFinalizer = "appstack.dev/rbac-in-use";
 
 /**
- * Sized from a measured peak (2026-11-25, at 2c3ab66, test/real-node/in-cluster.test.ts): the operator pod
- * on a real node at the default parallelism of 3, six Apps created at once then deleted at once (three
- * engines at once), peaked at 339 MiB in its memory cgroup (page cache included: what a limit
- * counts), 115 MiB idle. The request is that peak with half again as headroom (512 MiB); the limit,
- * three times it (1 GiB), leaves room for larger stacks than those Apps rather than kill an engine
- * mid-update (its stack then stays locked until the next leader recovers it). No CPU limit: an engine
- * keeps a core busy while it runs, and throttling would only stretch operations towards their deadlines.
+ * Sized from the measured peak at 1,000 objects on one replica (`npm run bench:scale`, 2026-11-27 at
+ * 827c4df, kept providers on: docs/measurements.md "1,000 Apps on one replica"): 1,000 new Apps at
+ * once at the default parallelism of 3 peaked at 735 MiB PSS for the operator and everything it
+ * started, 290 MiB once quiet. The request is that peak, rounded up (768 MiB), so that the defaults
+ * hold up to 1,000 objects without the pod going above its request (the first a short node evicts);
+ * the limit, twice it (1.5 GiB), leaves room for the page cache a limit counts and for larger stacks
+ * than those Apps rather than kill an engine mid-update (its stack then stays locked until the next
+ * leader recovers it). No CPU limit: an engine keeps a core busy while it runs, and throttling would
+ * only stretch operations towards their deadlines.
  */
-export const defaultResources = { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } };
+export const defaultResources = { requests: { cpu: "500m", memory: "768Mi" }, limits: { memory: "1536Mi" } };
 
 /** The label that makes the API server refuse, in the operator's namespace, any pod Pod Security `restricted` forbids. */
 export const enforceRestricted = { "pod-security.kubernetes.io/enforce": "restricted" };
