@@ -1,0 +1,21 @@
+// A node:test reporter that writes each test file's wall time, slowest first, as tab-separated
+// lines: seconds, top-level tests passed, failed, start (UTC), file. `npm test` writes one table
+// per step (.test-times-unit.tsv, .test-times-real-node.tsv), so that every run, CI's on a clean
+// clone included, says where its time goes. A file's time runs from the first to the last event
+// the runner relays from it; the load of its imports before its first test is not counted.
+export default async function* fileTimes(source) {
+  const files = new Map();
+  for await (const event of source) {
+    const file = event.data?.file;
+    if (!file) continue;
+    const now = Date.now();
+    const entry = files.get(file) ?? { first: now, last: now, passed: 0, failed: 0 };
+    entry.last = now;
+    if (event.data.nesting === 0 && event.type === "test:pass") entry.passed++;
+    if (event.data.nesting === 0 && event.type === "test:fail") entry.failed++;
+    files.set(file, entry);
+  }
+  const rows = [...files].sort(([, a], [, b]) => b.last - b.first - (a.last - a.first));
+  yield "seconds\tpassed\tfailed\tstart\tfile\n";
+  for (const [file, e] of rows) yield `${((e.last - e.first) / 1000).toFixed(1)}\t${e.passed}\t${e.failed}\t${new Date(e.first).toISOString().slice(11, 19)}\t${file.replace(`${process.cwd()}/`, "")}\n`;
+}
