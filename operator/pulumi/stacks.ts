@@ -2,15 +2,15 @@
 // errors into decisions, and repairs what a killed operator leaves behind (stale locks, pending
 // operations) so that no human has to. Its parts: selecting stacks (stack-selection.ts), the file
 // backend's checkpoints (checkpoints.ts) and which stacks carry no pending operations
-// (pending-operations.ts), the repairs (recovery.ts), and every call's deadline (deadline-runner.ts).
+// (pending-operations.ts), edits of a stack's state (state-edits.ts), the repairs (recovery.ts),
+// and every call's deadline (deadline-runner.ts).
 import { LocalWorkspace, StackNotFoundError, type PulumiFn, type Stack } from "@pulumi/pulumi/automation/index.js";
-import { childKindNamed } from "../../components/kinds.ts";
 import type { StackOperation } from "../../crds/types.ts";
 import { engineGcPercent, providerPluginPath, type EngineSettings } from "./engine.ts";
 import type { Logger } from "../base/log.ts";
 import { StepCollector, type PlannedChanges } from "./preview-steps.ts";
 import { summaryRecorder } from "./summaries.ts";
-import { Checkpoints, childrenIn, exportedDeployment, type RecordedChild } from "./checkpoints.ts";
+import { Checkpoints, type RecordedChild } from "./checkpoints.ts";
 import { HistoryRetention } from "./history-retention.ts";
 import { EngineIdentities, type IdentitySettings } from "./identities.ts";
 import { DeadlineRunner, defaultOperationTimeoutMs, type OperationObserver } from "./deadline-runner.ts";
@@ -18,6 +18,7 @@ import { PendingOperations } from "./pending-operations.ts";
 import { Recovery, type RecoverySettings } from "./recovery.ts";
 import { StackSelection } from "./stack-selection.ts";
 import { ProviderSlots } from "./provider-slots.ts";
+import { StateEdits } from "./state-edits.ts";
 import { StateIo } from "./state-io.ts";
 
 /**
@@ -68,6 +69,7 @@ export class StackDriver {
   private readonly retention: HistoryRetention;
   private readonly identities: EngineIdentities;
   private readonly providers: ProviderSlots | undefined;
+  private readonly edits: StateEdits;
 
   constructor(
     settings: StackDriverSettings,
@@ -84,6 +86,7 @@ export class StackDriver {
     this.retention = new HistoryRetention(settings.backendUrl, this.io, log, settings.historyLimit);
     this.selection = new StackSelection(settings, { log, io: this.io, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines });
     this.identities = new EngineIdentities(settings.identities, settings.kubeconfig, this.io);
+    this.edits = new StateEdits({ log, checkpoints: this.checkpoints, pending: this.pending, recovery: this.recovery, deadlines: this.deadlines, selection: this.selection });
     this.providers = settings.providerSlots ? new ProviderSlots({ binary: settings.providerSlotBinary ?? providerPluginPath(settings.pulumiHome, settings.binaries.kubernetesProvider.version), env: { GOGC: engineGcPercent }, keep: settings.providerSlots, ...(settings.providerIdleMs ? { idleMs: settings.providerIdleMs } : {}) }, log) : undefined;
   }
 
@@ -91,19 +94,6 @@ export class StackDriver {
   private runEngine(stack: Stack, kind: StackOperation["kind"], operation: Parameters<DeadlineRunner["run"]>[2], message?: string): Promise<StackOperation> {
     const run = () => this.deadlines.run(stack.name, kind, operation, message);
     return this.providers ? this.providers.attached((stack.workspace as LocalWorkspace).envVars, run) : run();
-  }
-
-  /** Interrupted operations leave pending operations in the state; SSA apply makes a re-run safe. */
-  private async clearPendingOperations(stack: Stack, kind: StackOperation["kind"]): Promise<void> {
-    // Known without a process (`stack export`) for the file backend: after a restart, every stack
-    // would otherwise cost one more.
-    if ((await this.pending.known(stack.name)) === false) return;
-    const state = await this.deadlines.command(kind, stack.name, "stack export", () => stack.exportStack());
-    const deployment = exportedDeployment(state);
-    if (!deployment?.pending_operations?.length) return;
-    this.log.warn("clearing pending operations left by an interrupted update", { stack: stack.name, count: deployment.pending_operations.length });
-    deployment.pending_operations = [];
-    await this.deadlines.command(kind, stack.name, "stack import", () => stack.importStack(state));
   }
 
   /** Runs an operation on a stack, which counts as clean again only when the operation succeeded. */
@@ -135,7 +125,7 @@ export class StackDriver {
       const onOutput = this.engineOutput(name);
       return this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
-          await this.clearPendingOperations(stack, "up");
+          await this.edits.clearPendingOperations(stack, "up");
           // An approved plan was made against a refreshed state: refreshed apart, as when it was made.
           const separateRefresh = options.refresh && options.plan !== undefined;
           if (separateRefresh) await this.runRefresh(name, stack, options.message);
@@ -158,7 +148,7 @@ export class StackDriver {
       await this.identities.actAs(stack, as);
       return this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
-          await this.clearPendingOperations(stack, "refresh");
+          await this.edits.clearPendingOperations(stack, "refresh");
           return this.runRefresh(name, stack, message);
         }),
       );
@@ -193,41 +183,14 @@ export class StackDriver {
     });
   }
 
-  /**
-   * The children the stack's state records: what its next `up` may update or delete, and its
-   * `destroy` deletes. The file backend's checkpoint is read directly; other backends' state is
-   * exported.
-   */
+  /** The children the stack's state records (state-edits.ts). */
   recordedChildren(name: string): Promise<RecordedChild[]> {
-    return this.deadlines.answered("up", async () => {
-      const recorded = await this.checkpoints.recordedChildren(name);
-      if (recorded) return recorded;
-      const stack = await this.selection.existing(name);
-      if (!stack) return [];
-      const state = await this.deadlines.command("up", name, "stack export", () => stack.exportStack());
-      return childrenIn(exportedDeployment(state)?.resources ?? []);
-    });
+    return this.edits.recordedChildren(name);
   }
 
-  /**
-   * Removes resources from the stack's state without touching the cluster: objects of those names
-   * that someone else made are not the stack's to update or delete any more.
-   */
+  /** Removes resources from the stack's state without touching the cluster (state-edits.ts). */
   dropResources(name: string, resources: readonly RecordedChild[]): Promise<void> {
-    return this.deadlines.answered("destroy", async () => {
-      const stack = await this.selection.existing(name);
-      if (!stack) return;
-      const drop = new Set(resources.map((r) => `${childKindNamed(r.kind).resourceType} ${r.namespace}/${r.name}`));
-      await this.recovery.unlocked(name, async () => {
-        const state = await this.deadlines.command("destroy", name, "stack export", () => stack.exportStack());
-        const deployment = exportedDeployment(state);
-        const kept = (deployment?.resources ?? []).filter((r) => !drop.has(`${r.type} ${r.id ?? ""}`));
-        if (!deployment?.resources || kept.length === deployment.resources.length) return;
-        this.log.warn("dropping resources that are no longer the stack's from its state", { stack: name, dropped: deployment.resources.length - kept.length });
-        deployment.resources = kept;
-        await this.deadlines.command("destroy", name, "stack import", () => stack.importStack(state));
-      });
-    });
+    return this.edits.dropResources(name, resources);
   }
 
   /** destroy, then remove the stack. Undefined when there was no stack (nothing to do). */
@@ -243,7 +206,7 @@ export class StackDriver {
       const onOutput = this.engineOutput(name);
       const result = await this.tracked(name, () =>
         this.recovery.unlocked(name, async () => {
-          await this.clearPendingOperations(stack, "destroy");
+          await this.edits.clearPendingOperations(stack, "destroy");
           return this.runEngine(stack, "destroy", async (signal) => (await stack.destroy({ onOutput, onEvent: summaryRecorder(stack, "destroy"), signal, ...messageOf(message) })).summary, message);
         }),
       );
