@@ -7,18 +7,15 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { buildTool } from "../build.ts";
 import { toolBinary, toolPath, type Tool, type ToolName } from "../tools.ts";
-import { auditArgs } from "./audit.ts";
-import { kubeconfigYaml } from "./kubeconfig.ts";
+import { componentArgs, serviceCidr } from "./component-args.ts";
+import { writeCredentials } from "./credentials.ts";
 import { createFakeNodes, waitForApiServer, waitForEtcd, waitForNodesReady, waitForServiceAccount } from "./readiness.ts";
-import { createClusterPki, type ClusterPki } from "./pki.ts";
 import { freeLoopbackPorts } from "./ports.ts";
 import { isOurs, isRunning, killComponentsNow, startComponent, stopComponents, type ComponentProcess } from "./process.ts";
 import { startClusterPostgres, stopPostgresProcess } from "./postgres.ts";
-import { apiserverNodeArgs, killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
+import { killNodeWorkloads, nodeComponents, prepareRealNode, removeNodeLeftovers, startRealNode, tearDownRealNodeNow, type RealNodeState } from "./node.ts";
 
 const clusterDirPrefix = "appstack-cluster-";
-const serviceCidr = "10.96.0.0/16";
-const serviceIp = "10.96.0.1";
 
 export interface ClusterState {
   readonly name: string;
@@ -86,62 +83,6 @@ export function readState(dir: string): ClusterState | undefined {
   } catch {
     return undefined;
   }
-}
-
-function writePki(dir: string, pki: ClusterPki): void {
-  const files: Record<string, string> = {
-    "ca.crt": pki.ca.certPem,
-    "ca.key": pki.ca.keyPem,
-    "apiserver.crt": pki.apiserver.certPem,
-    "apiserver.key": pki.apiserver.keyPem,
-    "sa.pub": pki.serviceAccount.publicPem,
-    "sa.key": pki.serviceAccount.privatePem,
-  };
-  mkdirSync(join(dir, "pki"), { recursive: true, mode: 0o700 });
-  for (const [file, pem] of Object.entries(files)) writeFileSync(join(dir, "pki", file), pem, { mode: 0o600 });
-}
-
-function componentArgs(dir: string, ports: { etcdClient: number; etcdPeer: number; apiserver: number }, apiserverAddress: string, audit?: boolean) {
-  const pki = (file: string) => join(dir, "pki", file);
-  const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
-  const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
-  return {
-    etcd: [
-      "--name=appstack", `--data-dir=${join(dir, "etcd")}`,
-      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=appstack=${peerUrl}`,
-      // A throwaway cluster: durability is worth nothing, latency is.
-      "--unsafe-no-fsync", "--log-level=warn",
-    ],
-    apiserver: [
-      `--etcd-servers=${etcdUrl}`, `--bind-address=${apiserverAddress}`, `--advertise-address=${apiserverAddress}`,
-      `--secure-port=${ports.apiserver}`, `--cert-dir=${join(dir, "pki")}`,
-      `--tls-cert-file=${pki("apiserver.crt")}`, `--tls-private-key-file=${pki("apiserver.key")}`,
-      `--client-ca-file=${pki("ca.crt")}`, "--authorization-mode=Node,RBAC",
-      `--service-account-issuer=https://kubernetes.default.svc`,
-      `--service-account-key-file=${pki("sa.pub")}`, `--service-account-signing-key-file=${pki("sa.key")}`,
-      `--service-cluster-ip-range=${serviceCidr}`, "--allow-privileged=true", "--profiling=false",
-      // This admission plugin taints new nodes not-ready until the node lifecycle controller
-      // clears the taint; that controller is off here (see the controller-manager's flags).
-      "--disable-admission-plugins=TaintNodesByCondition",
-      ...(audit ? auditArgs(dir) : []),
-    ],
-    controllerManager: [
-      `--kubeconfig=${join(dir, "controller-manager.kubeconfig")}`, "--secure-port=0", "--leader-elect=false",
-      `--service-account-private-key-file=${pki("sa.key")}`, `--root-ca-file=${pki("ca.crt")}`,
-      `--cluster-signing-cert-file=${pki("ca.crt")}`, `--cluster-signing-key-file=${pki("ca.key")}`,
-      "--use-service-account-credentials=true", `--service-cluster-ip-range=${serviceCidr}`,
-      // kwok's nodes are never really down; on a loaded 2-core machine their heartbeats can be late,
-      // and the node lifecycle controller would then mark every pod unready for good.
-      "--controllers=*,-node-lifecycle-controller",
-    ],
-    scheduler: [`--kubeconfig=${join(dir, "scheduler.kubeconfig")}`, "--secure-port=0", "--leader-elect=false"],
-    kwok: [
-      `--kubeconfig=${join(dir, "kubeconfig")}`, "--manage-all-nodes=false",
-      "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--cidr=10.244.0.1/16",
-    ],
-  };
 }
 
 /**
@@ -214,26 +155,6 @@ function prepareNode(options: ClusterOptions, name: string, dir: string, log: (l
 
 function fakeNodeCount(options: ClusterOptions): number {
   return options.nodes ?? (options.realNode ? 0 : 2);
-}
-
-/**
- * The cluster's certificates, and the kubeconfigs of the admin and the control-plane clients; with
- * a real node also the API server's client certificate for the kubelet (added to `apiserverArgs`).
- */
-function writeCredentials(state: ClusterState, apiserverAddress: string, apiserverArgs: string[]): ClusterPki {
-  const { name, dir, server } = state;
-  const pki = createClusterPki(serviceIp, apiserverAddress === "127.0.0.1" ? [] : [apiserverAddress]);
-  writePki(dir, pki);
-  // The admin's certificate and key as files the kubeconfig names, beside the cluster's other keys:
-  // tenant identities (APPSTACK_DEFAULT_SERVICE_ACCOUNT) refuse a kubeconfig that embeds its key.
-  const admin = { certificate: join(dir, "pki", "admin.crt"), key: join(dir, "pki", "admin.key") };
-  writeFileSync(admin.certificate, pki.admin.certPem, { mode: 0o600 });
-  writeFileSync(admin.key, pki.admin.keyPem, { mode: 0o600 });
-  writeFileSync(state.kubeconfig, kubeconfigYaml(name, server, pki.ca.certPem, "admin", pki.admin, admin), { mode: 0o600 });
-  writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-controller-manager", pki.controllerManager), { mode: 0o600 });
-  writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(name, server, pki.ca.certPem, "kube-scheduler", pki.scheduler), { mode: 0o600 });
-  if (state.realNode) apiserverArgs.push(...apiserverNodeArgs(dir, pki));
-  return pki;
 }
 
 /** Builds `controlPlane` (once per pin); the binary that runs each tool, toolPath's where the list names none. */
