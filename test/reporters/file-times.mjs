@@ -2,7 +2,7 @@
 // lines: seconds, top-level tests passed, failed, start (UTC), file. `npm test` writes one table
 // per step (.test-times-unit.tsv, .test-times-real-node.tsv), so that every run, CI's on a clean
 // clone included, says where its time goes. A file's time runs from the first to the last event
-// the runner relays from it; the load of its imports before its first test is not counted.
+// the runner relays from it, from when the runner takes it from its queue.
 export default async function* fileTimes(source) {
   const files = new Map();
   for await (const event of source) {
@@ -10,6 +10,8 @@ export default async function* fileTimes(source) {
     if (!file) continue;
     const now = Date.now();
     const entry = files.get(file) ?? { first: now, last: now, passed: 0, failed: 0 };
+    // The runner enqueues every file at its start; a file starts running when it is dequeued.
+    if (event.type === "test:dequeue" && event.data.name === file) entry.first = now;
     entry.last = now;
     if (event.data.nesting === 0 && event.type === "test:pass") entry.passed++;
     if (event.data.nesting === 0 && event.type === "test:fail") entry.failed++;
