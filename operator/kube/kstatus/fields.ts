@@ -46,7 +46,8 @@ export function nestedField(object: Json, fields: readonly string[]): { found: b
     if (!isMap(value)) {
       throw new Error(`${jsonPath(fields.slice(0, i + 1))} accessor error: ${goValue(value)} is of the type ${goType(value)}, expected map[string]interface{}`);
     }
-    if (!Object.hasOwn(value, field)) return { found: false, value: undefined };
+    // undefined as absent: JSON has none, but an object built in code may.
+    if (!Object.hasOwn(value, field) || value[field] === undefined) return { found: false, value: undefined };
     value = value[field];
   }
   return { found: true, value };
