@@ -90,6 +90,11 @@ export type ObjectOf<F extends TProperties, S extends WorkloadStatus = WorkloadS
  * other part of the operator (watches, CRD, policies, the command line) reads the kind from this.
  */
 export function defineKind<F extends TProperties, S extends WorkloadStatus = WorkloadStatus>(definition: WorkloadDescription<ObjectOf<F, S>> & { readonly api: KindApi<F> }): WorkloadDescription<ObjectOf<F, S>> {
+  const { group } = definition.api;
+  // The API server's own rule for a CRD's group, said here, naming the kind, rather than by the CRD's apply.
+  if (group !== undefined && !(group.length <= 253 && group.includes(".") && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(group))) {
+    throw new Error(`${definition.api.kind}: api.group ${JSON.stringify(group)} is not an API group: a DNS subdomain with at least one dot (batch.example.com)`);
+  }
   const names = definition.childKinds.map((kind) => kind.kind);
   const twice = names.find((name, index) => names.indexOf(name) !== index);
   if (twice) throw new Error(`${definition.api.kind} declares the child kind ${twice} twice`);

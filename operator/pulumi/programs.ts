@@ -1,15 +1,14 @@
 // One Pulumi program per object: a Kubernetes provider and the object's component.
 import * as k8s from "@pulumi/kubernetes";
 import type { PulumiFn } from "@pulumi/pulumi/automation/index.js";
-import { describe } from "../../components/kinds.ts";
-import { ownerOf } from "../../components/metadata.ts";
+import { describe, kindOwner } from "../../components/kinds.ts";
 import type { Workload } from "../../crds/types.ts";
 
 /** The provider's identity of "the cluster this operator serves": it never changes. */
 export const clusterIdentifier = "appstack-object-cluster";
 
 export function programFor(object: Workload): PulumiFn {
-  const owner = ownerOf(object);
+  const owner = kindOwner(object);
   // A snapshot: the program must describe the spec this reconcile decided on, not a later one.
   const snapshot = JSON.parse(JSON.stringify(object)) as Workload;
   return () => {

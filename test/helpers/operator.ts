@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import yaml from "js-yaml";
-import { approveAnnotation, group, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { approveAnnotation, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
@@ -18,7 +18,7 @@ import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
 import { httpGet } from "./http.ts";
 import { ProcessTreeSampler } from "./proctree.ts";
-import { pluralOf } from "../../components/kinds.ts";
+import { apiVersionOfKind, resourceOf } from "../../components/kinds.ts";
 
 export interface OperatorProcess {
   readonly stateDir: string;
@@ -122,16 +122,16 @@ export class Workloads {
 
   /** Creates the object; with `dryRun`, only validates it (a server-side dry run). */
   async create(object: { kind: WorkloadKind; metadata: { name: string; namespace: string }; spec: unknown }, options: { dryRun?: boolean } = {}): Promise<Workload> {
-    const body = { apiVersion: `${group}/${version}`, ...object };
-    return (await this.api.createNamespacedCustomObject({ group, version, plural: pluralOf(object.kind), namespace: object.metadata.namespace, body, ...(options.dryRun ? { dryRun: "All" } : {}) })) as Workload;
+    const body = { apiVersion: apiVersionOfKind(object.kind), ...object };
+    return (await this.api.createNamespacedCustomObject({ ...resourceOf(object.kind), namespace: object.metadata.namespace, body, ...(options.dryRun ? { dryRun: "All" } : {}) })) as Workload;
   }
 
   async get(kind: WorkloadKind, namespace: string, name: string): Promise<Workload> {
-    return (await this.api.getNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name })) as Workload;
+    return (await this.api.getNamespacedCustomObject({ ...resourceOf(kind), namespace, name })) as Workload;
   }
 
   async list(kind: WorkloadKind, namespace: string): Promise<Workload[]> {
-    return ((await this.api.listNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace })) as { items: Workload[] }).items;
+    return ((await this.api.listNamespacedCustomObject({ ...resourceOf(kind), namespace })) as { items: Workload[] }).items;
   }
 
   async mergeSpec(kind: WorkloadKind, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
@@ -140,16 +140,16 @@ export class Workloads {
 
   /** A JSON merge patch, as `kubectl patch --type=merge`: metadata and spec in one write. */
   async merge(kind: WorkloadKind, namespace: string, name: string, body: Record<string, unknown>): Promise<void> {
-    await this.api.patchNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name, body }, mergePatch);
+    await this.api.patchNamespacedCustomObject({ ...resourceOf(kind), namespace, name, body }, mergePatch);
   }
 
   /** What `kubectl scale` does: through the scale subresource. */
   async scale(kind: WorkloadKind, namespace: string, name: string, replicas: number): Promise<void> {
-    await this.api.patchNamespacedCustomObjectScale({ group, version, plural: pluralOf(kind), namespace, name, body: { spec: { replicas } } }, mergePatch);
+    await this.api.patchNamespacedCustomObjectScale({ ...resourceOf(kind), namespace, name, body: { spec: { replicas } } }, mergePatch);
   }
 
   async delete(kind: WorkloadKind, namespace: string, name: string): Promise<void> {
-    await this.api.deleteNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name });
+    await this.api.deleteNamespacedCustomObject({ ...resourceOf(kind), namespace, name });
   }
 
   /** Waits until the object's Ready condition is True for its current generation. */
