@@ -87,7 +87,17 @@ export interface AppstackInstallArgs {
    * network plugin that enforces NetworkPolicy. Default false.
    */
   readonly networkPolicy?: boolean;
+  /**
+   * A folder of kind files (docs/writing-a-kind.md), loaded by the install program before this
+   * component (index.ts): their CRDs, RBAC and policies are installed with App's and Memcached's.
+   * The operator reads the same files from `kindsImageDir` in its image, a thin layer over the
+   * released one.
+   */
+  readonly kinds?: string;
 }
+
+/** Where the operator's image holds the kind files of `kinds` (APPSTACK_KINDS_DIR): a layer adds them, `COPY kinds/ /app/kinds/`. */
+export const kindsImageDir = "/app/kinds";
 
 export const operatorName = "appstack-operator";
 const statePath = "/var/lib/appstack";
@@ -159,6 +169,7 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
     ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
     ...(args.defaultServiceAccount ? [{ name: "APPSTACK_DEFAULT_SERVICE_ACCOUNT", value: args.defaultServiceAccount }] : []),
+    ...(args.kinds ? [{ name: "APPSTACK_KINDS_DIR", value: kindsImageDir }] : []),
   ];
 }
 

@@ -53,9 +53,9 @@ export function declareChildren<const Ks extends readonly ChildKind[]>(name: str
   return declared as DeclaredChildren<Ks>;
 }
 
-/** A component that owns a Deployment (the children's first, and the one status follows). */
+/** A kind's component: the Deployment it owns, if its kind makes one (the child whose rollout status follows). */
 export interface WorkloadComponent extends pulumi.ComponentResource {
-  readonly deployment: k8s.apps.v1.Deployment;
+  readonly deployment?: k8s.apps.v1.Deployment;
 }
 
 /** The status fields of `W`'s kind beyond those every kind reports (WorkloadStatus). */
@@ -75,7 +75,7 @@ export interface WorkloadDescription<W extends Workload> {
   children(owner: Owner, spec: W["spec"]): ChildManifest[];
   /** The component of the object's inline program. */
   component(owner: Owner, spec: W["spec"], opts: pulumi.ComponentResourceOptions): WorkloadComponent;
-  /** The replicas the spec asks for. */
+  /** The replicas the spec asks for (of its Deployment; 0 for a kind without one). */
   replicas(spec: W["spec"]): number;
   /** Status fields only this kind reports, from its pods. */
   statusOf?(pods: readonly V1Pod[]): KindStatus<W>;
@@ -98,5 +98,17 @@ export function defineKind<F extends TProperties, S extends WorkloadStatus = Wor
   const names = definition.childKinds.map((kind) => kind.kind);
   const twice = names.find((name, index) => names.indexOf(name) !== index);
   if (twice) throw new Error(`${definition.api.kind} declares the child kind ${twice} twice`);
-  return definition;
+  return Object.defineProperty(definition, definedKind, { value: true });
+}
+
+/**
+ * The mark defineKind puts on what it returns: how a kind file's default export is told from
+ * anything else. A registered symbol, not a set of this module's: under tsx a kind file outside a
+ * package of type module is CommonJS, and gets its own copy of this module.
+ */
+const definedKind = Symbol.for("appstack.dev/kind");
+
+/** Whether `value` is a kind's definition, as defineKind returned it. */
+export function isDefinedKind(value: unknown): value is WorkloadDescription<Workload> {
+  return typeof value === "object" && value !== null && definedKind in value;
 }

@@ -26,8 +26,8 @@ export interface KindApi<F extends TProperties = TProperties> {
   readonly status?: Readonly<Record<string, JsonSchema>>;
   /** Printer columns before the Status, Plan and Age columns every kind shows. */
   readonly printerColumns: readonly JsonSchema[];
-  /** The spec field `kubectl scale` and an HPA change (the scale subresource's specReplicasPath): .spec.replicas. */
-  readonly replicasPath: string;
+  /** The spec field `kubectl scale` and an HPA change (the scale subresource's specReplicasPath): .spec.replicas. Absent: no scale subresource (a kind without replicas). */
+  readonly replicasPath?: string;
 }
 
 /** The API group of `api`'s objects. */
@@ -48,8 +48,9 @@ const readyReasonColumn = {
   jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
 };
 
-/** status, and scale driven by `specReplicasPath` (what `kubectl scale` and an HPA change). */
-function workloadSubresources(specReplicasPath: string): JsonSchema {
+/** status, and scale driven by `specReplicasPath` (what `kubectl scale` and an HPA change), if any. */
+function workloadSubresources(specReplicasPath: string | undefined): JsonSchema {
+  if (specReplicasPath === undefined) return { status: {} };
   return { status: {}, scale: { specReplicasPath, statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" } };
 }
 

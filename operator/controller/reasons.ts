@@ -60,7 +60,12 @@ export const conditionReasons = {
   Applying: { phases: ["progressing"], when: "`pulumi up` runs: a new object, a changed spec, an approved plan, or a new version of the operator's program", todo: "wait; the message says what is applied" },
   RepairingDrift: { phases: ["progressing"], when: "`pulumi up` puts back what someone changed on the children; the message names the fields", todo: `nothing; if it comes back, find who edits the children ([Drift](drift-and-ownership.md#imperative-edits))` },
   DriftDetected: { phases: ["progressing"], when: "the children changed while or right after they were applied; repaired at the next attempt", todo: "nothing; if it comes back, something fights appstack over the children ([Drift](drift-and-ownership.md#ownership))" },
-  Creating: { phases: ["progressing"], when: "the Deployment does not exist yet", todo: "wait" },
+  Creating: { phases: ["progressing"], when: "the Deployment does not exist yet (for a kind without one: a child; the message names it)", todo: "wait" },
+  ChildProgressing: {
+    phases: ["progressing"],
+    when: "for a kind whose children include no Deployment: a child's `status.observedGeneration` is behind its `metadata.generation`, as kstatus reads any kind; the message names the child",
+    todo: "wait; if it stays, look at the child's controller",
+  },
   RollingOut: {
     phases: ["progressing"],
     when: "the Deployment rolls out, as `kubectl rollout status` reads it: replicas to update or to become available, old ones terminating, extra ones going after a scale-down",

@@ -23,6 +23,6 @@ export function programFor(object: Workload): PulumiFn {
     // more. The children always live in the cluster of their object, so one identifier holds.
     const provider = new k8s.Provider("cluster", { enableServerSideApply: true, clusterIdentifier, kubeconfig: "" });
     const component = describe(snapshot).component(owner, snapshot.spec, { provider });
-    return Promise.resolve({ deployment: component.deployment.metadata.name });
+    return Promise.resolve(component.deployment ? { deployment: component.deployment.metadata.name } : {});
   };
 }
