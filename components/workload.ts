@@ -25,10 +25,22 @@ export interface ChildManifest {
 /** The resources a component declared, by kind of child: `declared.Deployment`. */
 export type DeclaredChildren<Ks extends readonly ChildKind[]> = { -readonly [C in Ks[number] as C["kind"]]?: ReturnType<C["declare"]> };
 
+/** A child of a kind its object's definition does not declare: the operator stalls the object with the reason of the same name. */
+export class UndeclaredChildKind extends Error {
+  override readonly name = "UndeclaredChildKind";
+  /** The kind to declare. */
+  readonly kind: string;
+
+  constructor(owner: string, kind: string, declared: readonly string[]) {
+    super(`${owner} makes a child of kind ${kind}, which its definition does not declare: add it to its childKinds (declared: ${declared.join(", ") || "none"})`);
+    this.kind = kind;
+  }
+}
+
 /** The kind of child named `name` among `kinds`; a child of a kind its definition does not declare is refused, naming the kind to declare. */
 export function declaredKind<Ks extends readonly ChildKind[]>(kinds: Ks, owner: string, name: string): Ks[number] {
   const kind = kinds.find((candidate) => candidate.kind === name);
-  if (!kind) throw new Error(`${owner} makes a child of kind ${name}, which its definition does not declare: add it to its childKinds (declared: ${kinds.map((k) => k.kind).join(", ") || "none"})`);
+  if (!kind) throw new UndeclaredChildKind(owner, name, kinds.map((k) => k.kind));
   return kind;
 }
 

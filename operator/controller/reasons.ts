@@ -136,6 +136,16 @@ export const conditionReasons = {
     when: "a deleted object's `pulumi destroy` failed; the message is the engine's. Retried with backoff",
     todo: "fix what the message names ([Deletion](#deletion), [A stuck finalizer](operate.md#a-stuck-finalizer))",
   },
+  UndeclaredChildKind: {
+    phases: ["stalled"],
+    when: "the object's kind makes a child of a kind its definition does not declare (`childKinds`): nothing is applied; the message names the kind to declare, and a Warning Event says the same",
+    todo: "the kind's author adds the kind of child to its definition's `childKinds` ([Writing a kind](writing-a-kind.md)); the object is reconciled again when its spec changes or the operator restarts",
+  },
+  KindError: {
+    phases: ["stalled"],
+    when: "the object's kind threw while making its children from the spec (its definition's `children`); nothing is applied, the message is its error, and a Warning Event says the same. Other kinds' objects are not affected",
+    todo: "the kind's author fixes its definition ([Writing a kind](writing-a-kind.md)); a spec the kind handles is tried at once",
+  },
   DependencyCycle: { phases: ["stalled"], when: "`spec.dependsOn` makes a cycle; the message names it. Nothing is applied", todo: "remove a `dependsOn` along the cycle ([Dependencies](#dependencies))" },
   NamespaceExcluded: {
     phases: ["stalled"],

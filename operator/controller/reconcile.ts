@@ -36,6 +36,7 @@ import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
 import { childrenPhase, defaultPodStartTimeoutMs, stackStatusOf } from "./status.ts";
+import { kindRefusal } from "./kind-refusal.ts";
 import { defaultProxySyncMs } from "./service-endpoints.ts";
 import { actingUser, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
@@ -203,14 +204,15 @@ export class Reconciler {
 
   /**
    * Why nothing may be applied for `object` now, with the result, or undefined. An object of an
-   * excluded namespace is Stalled with the reason and a Warning Event, and gets no finalizer; one
-   * whose finalizer could not be added (it changed since the cache read it) is tried again soon.
+   * excluded namespace, or whose kind cannot make its children from its spec (kind-refusal.ts), is
+   * Stalled with the reason and a Warning Event, and gets no finalizer; one whose finalizer could
+   * not be added (it changed since the cache read it) is tried again soon.
    */
   private async notToApply(object: Workload, stack: string): Promise<{ result: HandlerResult } | undefined> {
-    const excluded = excludedPhase(object, this.deps.excludedNamespaces);
-    if (excluded) {
-      this.deps.events.record(object, "Warning", excluded.reason, excluded.message);
-      return { result: await this.reporter.report(object, undefined, excluded, stackStatusOf(object, stack)) };
+    const refused = excludedPhase(object, this.deps.excludedNamespaces) ?? kindRefusal(object);
+    if (refused) {
+      this.deps.events.record(object, "Warning", refused.reason, refused.message);
+      return { result: await this.reporter.report(object, undefined, refused, stackStatusOf(object, stack)) };
     }
     if (!(await this.withFinalizer(object))) return { result: { outcome: "requeued", requeueAfterMs: conflictRetryMs } };
     return undefined;

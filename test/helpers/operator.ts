@@ -46,10 +46,10 @@ process.once("exit", () => {
 
 /**
  * `logDir`: where the operator's log goes, when not beside its state (a pod logs to its own stdout).
- * `preload`: modules the operator's Node.js loads first (`--import`). `hostname`: the host it and its engines see (a UTS namespace of its own, as a pod has; its
+ * `preload`: modules the operator's Node.js loads first (`--import`). `args`: the operator's flags (`--kinds DIR`). `hostname`: the host it and its engines see (a UTS namespace of its own, as a pod has; its
  * POD_NAME too), so that replicas on this machine take stack locks as replicas in pods do.
  */
-export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean; hostname?: string; preload?: readonly string[] } = {}): Promise<OperatorProcess> {
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean; hostname?: string; preload?: readonly string[]; args?: readonly string[] } = {}): Promise<OperatorProcess> {
   if (options.installApi ?? true) await installApi(kubeClients(kubeconfig));
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
   const logFile = join(options.logDir ?? stateDir, `operator-${Date.now()}.log`);
@@ -58,7 +58,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   // `preload`: modules loaded before the operator's own (a kind of the tests registers itself:
   // test/helpers/greeter-kind.ts), after the SDK's trim, which main.ts would load first (preload.ts).
   const preload = options.preload?.length ? [pathToFileURL(join(repoRoot, "operator/cmd/preload.ts")).href, ...options.preload] : [];
-  const command = [process.execPath, ...preload.flatMap((module) => ["--import", module]), join(repoRoot, "operator/cmd/main.ts")];
+  const command = [process.execPath, ...preload.flatMap((module) => ["--import", module]), join(repoRoot, "operator/cmd/main.ts"), ...(options.args ?? [])];
   // unshare and sh exec what follows: the pid stays the operator's.
   const [file, ...args] = options.hostname ? ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', options.hostname, ...command] : command;
   const child = spawn(file!, args, {
