@@ -6,11 +6,14 @@
 // from it: the CRD refuses a bad spec with the field's message; an object gets its ConfigMap and
 // Job, owned in its group; a hand edit of the ConfigMap is repaired; the rules name exactly the
 // ConfigMap and Job resources with the operator's verbs, and with them it does all of that. kwok
-// runs no pods: the Job is never waited for.
-import { batchRunSource, kindFolder } from "../helpers/kind-folder.ts";
+// runs no pods: the Job is never waited for. Beside it, in the operator's folder: a kind that makes
+// a child of a kind it does not declare (Stalled, UndeclaredChildKind, a Warning Event), one whose
+// component throws (Stalled with the error), and a file that does not parse (logged by name); the
+// operator and the other kinds go on.
+import { batchRunSource, brokenSource, faultySource, kindFolder, misfitSource } from "../helpers/kind-folder.ts";
 import { loadKindFolder } from "../../components/kind-files.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -18,8 +21,11 @@ import { BatchV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 
 // Registered in this process too, before anything reads the kinds: the test installs the API and names the kind.
-const folder = kindFolder({ "batch-run.ts": batchRunSource });
-assert.deepEqual((await loadKindFolder(folder)).kinds, ["BatchRun"]);
+// The install is rendered from the files that load; the operator's folder has the broken one too.
+const kinds = { "batch-run.ts": batchRunSource, "faulty.ts": faultySource, "misfit.ts": misfitSource };
+const folder = kindFolder(kinds);
+const operatorFolder = kindFolder({ ...kinds, "broken.ts": brokenSource });
+assert.deepEqual((await loadKindFolder(folder)).kinds, ["BatchRun", "Faulty", "Misfit"]);
 const { mergePatch, kubeClients } = await import("../../operator/kube/clients.ts");
 const { installApi } = await import("../../operator/kube/apply.ts");
 const { loadKubeConfig } = await import("../../toolchain/cluster/readiness.ts");
@@ -52,12 +58,12 @@ const cluster = useCluster(
     await rbac.createClusterRoleBinding({ body: { metadata: { name: "appstack-operator-rendered" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "appstack-operator-rendered" }, subjects } });
     await installApi(kubeClients(local.kubeconfig), { operatorUsers: [operatorUser] });
     const kubeconfig = await serviceAccountKubeconfig(core, local.kubeconfig, "appstack-system", "appstack-operator", scratch);
-    operator = await startOperatorProcess(kubeconfig, { installApi: false, args: ["--kinds", folder], env: { APPSTACK_LEADER_ELECT: "false" } });
+    operator = await startOperatorProcess(kubeconfig, { installApi: false, args: ["--kinds", operatorFolder], env: { APPSTACK_LEADER_ELECT: "false" } });
   },
   async () => {
     await disposeOperator(operator);
     rmSync(scratch, { recursive: true, force: true });
-    rmSync(folder, { recursive: true, force: true });
+    for (const each of [folder, operatorFolder]) rmSync(each, { recursive: true, force: true });
   },
 );
 
@@ -117,4 +123,39 @@ test("an object gets its ConfigMap and Job, owned in its group; a hand edit of t
   await workloads.gone("BatchRun", namespace, "hello");
   await assert.rejects(readConfigMap(), isNotFound);
   await eventually("the Job deleted", async () => batch.readNamespacedJob({ name: "hello", namespace }).then(() => undefined, (error: unknown) => (isNotFound(error) ? true : undefined)));
+});
+
+test("a kind that makes a child of a kind it does not declare: its object is Stalled, UndeclaredChildKind naming the kind to declare, with a Warning Event; nothing is applied", async () => {
+  const { core } = cluster();
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  await workloads.create({ kind: "Misfit", metadata: { name: "misfit", namespace }, spec: {} });
+  const stalled = await workloads.condition("Misfit", namespace, "misfit", "Stalled", "True");
+  const condition = stalled.status?.conditions?.find((c) => c.type === "Stalled");
+  assert.equal(condition?.reason, "UndeclaredChildKind");
+  assert.match(condition?.message ?? "", /Misfit batch-team\/misfit makes a child of kind Secret, which its definition does not declare: add it to its childKinds \(declared: ConfigMap\)/);
+  const events = await eventually("the Warning Event", async () => {
+    const list = await core.listNamespacedEvent({ namespace, fieldSelector: "involvedObject.name=misfit,reason=UndeclaredChildKind" });
+    return list.items.length ? list.items : undefined;
+  });
+  assert.equal(events[0]?.type, "Warning");
+  assert.equal(events[0]?.involvedObject.apiVersion, "batch.example.com/v1alpha1");
+  assert.match(events[0]?.message ?? "", /child of kind Secret/);
+  await assert.rejects(core.readNamespacedConfigMap({ name: "misfit", namespace }), isNotFound);
+  await assert.rejects(core.readNamespacedSecret({ name: "misfit", namespace }), isNotFound);
+});
+
+test("a kind file that does not parse is logged by name, a kind whose component throws has its object Stalled with the error, and every other kind goes on", async () => {
+  const workloads = new Workloads(cluster().cluster.kubeconfig);
+  const log = readFileSync(operator!.logFile, "utf8").split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, string>);
+  const failed = log.find((line) => line["msg"]?.startsWith("a kind file failed to load"));
+  assert.equal(failed?.["file"], join(operatorFolder, "broken.ts"));
+  assert.ok(failed?.["error"], "its error is logged");
+  assert.equal(log.find((line) => line["msg"] === "kinds loaded")?.["kinds"], "BatchRun, Faulty, Misfit");
+
+  await workloads.create({ kind: "Faulty", metadata: { name: "faulty", namespace }, spec: {} });
+  await workloads.create({ kind: "BatchRun", metadata: { name: "after", namespace }, spec: { message: "still here" } });
+  const stalled = await workloads.condition("Faulty", namespace, "faulty", "Stalled", "True");
+  assert.match(stalled.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "", /the faulty component gives up on purpose/);
+  await workloads.ready("BatchRun", namespace, "after");
+  assert.deepEqual((await cluster().core.readNamespacedConfigMap({ name: "after", namespace })).data, { message: "still here" });
 });

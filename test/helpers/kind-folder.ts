@@ -67,3 +67,45 @@ export default defineKind({
   replicas: () => 0,
 });
 `;
+
+/** A kind whose own children are refused: it declares ConfigMaps, and makes a Secret too. */
+export const misfitSource = `
+import { childKind, childMetadata, defineKind, Type } from "appstack/kinds";
+
+const configMapChild = childKind({ apiVersion: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true });
+
+export default defineKind({
+  api: { group: "batch.example.com", kind: "Misfit", plural: "misfits", description: "Makes a child of a kind it does not declare.", spec: { description: "Nothing.", fields: { note: Type.Optional(Type.String({ description: "A note." })) } }, printerColumns: [] },
+  appName: (object) => object.metadata.name,
+  childKinds: [configMapChild],
+  children: (owner) => [
+    { kind: "ConfigMap", name: owner.name, manifest: { metadata: childMetadata(owner, owner.name), data: {} } },
+    { kind: "Secret", name: owner.name, manifest: { metadata: childMetadata(owner, owner.name), stringData: { key: "value" } } },
+  ],
+  component: () => {
+    throw new Error("never reached: its children are refused first");
+  },
+  replicas: () => 0,
+});
+`;
+
+/** A kind whose component throws inside the object's Pulumi program. */
+export const faultySource = `
+import { childKind, childMetadata, defineKind, Type } from "appstack/kinds";
+
+const configMapChild = childKind({ apiVersion: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true });
+
+export default defineKind({
+  api: { group: "batch.example.com", kind: "Faulty", plural: "faulties", description: "Its component throws.", spec: { description: "Nothing.", fields: { note: Type.Optional(Type.String({ description: "A note." })) } }, printerColumns: [] },
+  appName: (object) => object.metadata.name,
+  childKinds: [configMapChild],
+  children: (owner) => [{ kind: "ConfigMap", name: owner.name, manifest: { metadata: childMetadata(owner, owner.name), data: {} } }],
+  component: () => {
+    throw new Error("the faulty component gives up on purpose");
+  },
+  replicas: () => 0,
+});
+`;
+
+/** A kind file that does not even parse. */
+export const brokenSource = "import { defineKind } from \"appstack/kinds\";\nexport default defineKind({ api: { kind: \"Broken\" \n";
