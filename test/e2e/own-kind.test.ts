@@ -76,9 +76,9 @@ test("the rendered install holds the kind's CRD in its group, and rules naming e
     { apiGroups: ["batch"], resources: ["jobs"], verbs: write },
   ]);
   assert.deepEqual(rules.filter((rule) => rule.apiGroups.includes("batch.example.com")), [
-    { apiGroups: ["batch.example.com"], resources: ["batchruns"], verbs: ["get", "list", "watch", "patch"] },
-    { apiGroups: ["batch.example.com"], resources: ["batchruns/status"], verbs: ["get", "patch"] },
-    { apiGroups: ["batch.example.com"], resources: ["batchruns/finalizers"], verbs: ["update"] },
+    { apiGroups: ["batch.example.com"], resources: ["batchruns", "faulties", "misfits"], verbs: ["get", "list", "watch", "patch"] },
+    { apiGroups: ["batch.example.com"], resources: ["batchruns/status", "faulties/status", "misfits/status"], verbs: ["get", "patch"] },
+    { apiGroups: ["batch.example.com"], resources: ["batchruns/finalizers", "faulties/finalizers", "misfits/finalizers"], verbs: ["update"] },
   ]);
   // Nothing wider: no other kind of child of batch, no wildcard.
   assert.ok(!rules.some((rule) => rule.resources.includes("*") || rule.resources.includes("cronjobs") || rule.resources.includes("secrets")));
