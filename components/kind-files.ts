@@ -11,10 +11,10 @@
 // A file that fails (it does not load, its default export is no kind, its kind is refused) is
 // kept with its error: the operator logs it and serves every other kind; the install refuses to
 // render (kindFilesRefusal).
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { registerHooks } from "node:module";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { registerKind } from "./kinds.ts";
 import { isDefinedKind } from "./workload.ts";
 
@@ -43,21 +43,18 @@ function hookSpecifiers(): void {
   registerHooks({
     resolve(specifier, context, nextResolve) {
       const parent = context.parentURL;
-      // Resolved here, as this module resolves it, whichever loader (Node's, or tsx's require) asks.
+      // Resolved here, as this module resolves it, through this package's exports.
       if (parent && fromOperator(specifier) && folders.some((folder) => parent.startsWith(folder))) return { url: import.meta.resolve(specifier), shortCircuit: true };
       return nextResolve(specifier, context);
     },
+    // As an ES module in TypeScript, stripped by Node.js itself, whatever loader runs: under tsx
+    // (the install program) a `.ts` file outside a package of type module would be CommonJS, and
+    // the Pulumi language host compiles CommonJS TypeScript with ts-node and this repository's tsconfig.
+    load(url, context, nextLoad) {
+      if (folders.some((folder) => url.startsWith(folder)) && url.endsWith(".ts")) return { format: "module-typescript", source: readFileSync(fileURLToPath(url)), shortCircuit: true };
+      return nextLoad(url, context);
+    },
   });
-}
-
-/**
- * A module's default export. Under tsx (the install program), a `.ts` file outside a package of
- * type module is loaded as CommonJS, and its default export is then its exports' `default`.
- */
-function defaultExport(module: { default?: unknown }): unknown {
-  const value = module.default;
-  if (isDefinedKind(value) || typeof value !== "object" || value === null || !("default" in value)) return value;
-  return value.default;
 }
 
 /** Loads and registers every kind file of `folder`; an unreadable folder is an error, a failing file is returned with its error. */
@@ -76,7 +73,7 @@ export async function loadKindFolder(folder: string): Promise<KindFolder> {
   for (const name of files) {
     const file = join(path, name);
     try {
-      const kind = defaultExport((await import(pathToFileURL(file).href)) as { default?: unknown });
+      const kind = ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
       if (!isDefinedKind(kind)) throw new Error("its default export is not a kind: end it with `export default defineKind({...})`");
       registerKind(kind);
       kinds.push(kind.api.kind);

@@ -115,8 +115,8 @@ export function defineKind<F extends TProperties, S extends WorkloadStatus = Wor
 
 /**
  * The mark defineKind puts on what it returns: how a kind file's default export is told from
- * anything else. A registered symbol, not a set of this module's: under tsx a kind file outside a
- * package of type module is CommonJS, and gets its own copy of this module.
+ * anything else. A registered symbol, not a set of this module's, so that it holds should a loader
+ * ever give a kind file a copy of this module of its own.
  */
 const definedKind = Symbol.for("appstack.dev/kind");
 
