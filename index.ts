@@ -1,9 +1,17 @@
 // The install program (`npx appstack pulumi up` in this folder): wiring only. Every option is
-// stack configuration with the default documented in Pulumi.yaml.
+// stack configuration with the default documented in Pulumi.yaml. The kind files of appstack:kinds
+// are loaded first (a file that fails stops the install, naming it): the install's CRDs, RBAC and
+// policies are derived from every kind, so the component is imported once they are registered.
 import * as pulumi from "@pulumi/pulumi";
-import { AppstackInstall } from "./components/install.ts";
+import { kindFilesRefusal, loadKindFolder } from "./components/kind-files.ts";
 
 const config = new pulumi.Config("appstack");
+const kinds = config.get("kinds") || undefined;
+if (kinds) {
+  const refusal = kindFilesRefusal(await loadKindFolder(kinds));
+  if (refusal) throw refusal;
+}
+const { AppstackInstall } = await import("./components/install.ts");
 
 const install = new AppstackInstall("appstack", {
   namespace: config.get("namespace"),
@@ -29,6 +37,7 @@ const install = new AppstackInstall("appstack", {
   metricsCertSecret: config.get("metricsCertSecret") || undefined,
   defaultServiceAccount: config.get("defaultServiceAccount") || undefined,
   networkPolicy: config.getBoolean("networkPolicy"),
+  kinds,
 });
 
 export const namespace = install.namespace;

@@ -5,7 +5,7 @@ import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { approvalPolicy } from "../crds/approval.ts";
 import { shardLabelsPolicy } from "../crds/shard-labels.ts";
-import { apiPolicies, kindPlurals } from "./kinds.ts";
+import { apiPolicies, kindGroups } from "./kinds.ts";
 
 type Pair = readonly [policy: object, binding: object];
 
@@ -15,9 +15,9 @@ export function admissionPolicies(name: string, operatorUser: string, parent: pu
     // The API server's own guard against taking over an object appstack did not create.
     ownership: apiPolicies(),
     // Only the operator's ServiceAccount sets, changes or removes the shard labels of the objects.
-    "shard-labels": shardLabelsPolicy([operatorUser], kindPlurals()),
+    "shard-labels": shardLabelsPolicy([operatorUser], kindGroups()),
     // Approving a plan needs the RBAC verb approve, not only patch.
-    approve: approvalPolicy([operatorUser], kindPlurals()),
+    approve: approvalPolicy([operatorUser], kindGroups()),
   };
   for (const [suffix, [policy, binding]] of Object.entries(pairs)) {
     // Plain JSON, one source for `npm start`'s install (operator/kube/apply.ts) and this one.

@@ -2,14 +2,15 @@
 // RBAC, the stack-secrets passphrase, storage for stack state, and the operator Deployment.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { groupVersionOf } from "../crds/child-kinds.ts";
 import { isPostgresUrl, sharedBackendRefusal } from "../operator/base/shared-backend.ts";
 import { admissionPolicies } from "./admission-policies.ts";
 import { operatorBindingPolicy } from "./binding-policy.ts";
 import { AppstackCrds } from "./crds.ts";
-import { childKinds } from "./kinds.ts";
 import { metricsAccess } from "./metrics-access.ts";
 import { operatorNetworkPolicy } from "./network-policy.ts";
+import { operatorRules } from "./operator-rules.ts";
+
+export { operatorRules };
 
 export interface AppstackInstallArgs {
   /** Namespace of the operator. Default appstack-system. */
@@ -86,7 +87,17 @@ export interface AppstackInstallArgs {
    * network plugin that enforces NetworkPolicy. Default false.
    */
   readonly networkPolicy?: boolean;
+  /**
+   * A folder of kind files (docs/writing-a-kind.md), loaded by the install program before this
+   * component (index.ts): their CRDs, RBAC and policies are installed with App's and Memcached's.
+   * The operator reads the same files from `kindsImageDir` in its image, a thin layer over the
+   * released one.
+   */
+  readonly kinds?: string;
 }
+
+/** Where the operator's image holds the kind files of `kinds` (APPSTACK_KINDS_DIR): a layer adds them, `COPY kinds/ /app/kinds/`. */
+export const kindsImageDir = "/app/kinds";
 
 export const operatorName = "appstack-operator";
 const statePath = "/var/lib/appstack";
@@ -134,35 +145,6 @@ export function operatorUser(args: Pick<AppstackInstallArgs, "namespace">): stri
   return `system:serviceaccount:${args.namespace ?? "appstack-system"}:${operatorName}`;
 }
 
-/**
- * Exactly the verbs the operator uses, per resource. With `tenantIdentities`, the children are
- * written as each object's ServiceAccount (impersonated), never with the operator's own rights: it
- * reads them, and may impersonate ServiceAccounts (of the watched namespaces, where the rules are
- * bound per namespace).
- */
-export function operatorRules(rbacBinding?: string, tenantIdentities = false): k8s.types.input.rbac.v1.PolicyRule[] {
-  const observe = ["get", "list", "watch"];
-  // A namespace-scoped install: its own RoleBinding only, to add and remove rbacInUseFinalizer (the
-  // API server's escalation check lets a change of finalizers alone through).
-  const binding = rbacBinding ? [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], resourceNames: [rbacBinding], verbs: ["get", "patch"] }] : [];
-  return [
-    ...binding,
-    { apiGroups: ["appstack.dev"], resources: ["apps", "memcacheds"], verbs: [...observe, "patch"] },
-    { apiGroups: ["appstack.dev"], resources: ["apps/status", "memcacheds/status"], verbs: ["get", "patch"] },
-    // Children carry ownerReferences with blockOwnerDeletion, which needs update on finalizers (of whoever writes them).
-    ...(tenantIdentities ? [] : [{ apiGroups: ["appstack.dev"], resources: ["apps/finalizers", "memcacheds/finalizers"], verbs: ["update"] }]),
-    // Every kind of child of every kind (components/kinds.ts), and no other.
-    ...childKinds().map((kind) => ({ apiGroups: [groupVersionOf(kind).group], resources: [kind.plural], verbs: tenantIdentities ? observe : [...observe, "create", "update", "patch", "delete"] })),
-    ...(tenantIdentities ? [{ apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] }] : []),
-    { apiGroups: [""], resources: ["pods"], verbs: observe },
-    // Ready waits until the children's Services route to every ready pod (operator/controller/service-endpoints.ts).
-    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: observe },
-    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
-    // Only to tell whether an object's namespace is terminating.
-    { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
-  ];
-}
-
 /** `secretName`: the Secret the install makes for the values given in its configuration (passphrase, backendUrl), if any. */
 export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulumi.Input<string>, rbacBinding?: string): k8s.types.input.core.v1.EnvVar[] {
   const fromSecret = (name: pulumi.Input<string> | undefined, key: string) => ({ secretKeyRef: { name: name ?? "", key } });
@@ -189,6 +171,7 @@ export function operatorEnvironment(args: AppstackInstallArgs, secretName?: pulu
     ...(operatorReplicas(args) > 1 ? [{ name: "APPSTACK_SHARDING", value: "true" }] : []),
     ...(args.objectMetrics ? [{ name: "APPSTACK_OBJECT_METRICS", value: "true" }] : []),
     ...(args.defaultServiceAccount ? [{ name: "APPSTACK_DEFAULT_SERVICE_ACCOUNT", value: args.defaultServiceAccount }] : []),
+    ...(args.kinds ? [{ name: "APPSTACK_KINDS_DIR", value: kindsImageDir }] : []),
   ];
 }
 

@@ -9,14 +9,14 @@
 // of child that the watches, the RBAC rules and the ownership policy cover) is computed then, once.
 // So the kinds never change under a running operator, and a kind registered too late is an error
 // that names it, not a kind that some parts see and others (a watch, a rule, a CRD) do not.
-import { group, type Workload, type WorkloadKind } from "../crds/types.ts";
-import { customResourceDefinition, type CustomResourceDefinition } from "../crds/crd.ts";
+import { apiVersionOf, version, type Workload, type WorkloadKind } from "../crds/types.ts";
+import { customResourceDefinition, groupOf, type CustomResourceDefinition } from "../crds/crd.ts";
 import { childKindUnion } from "../crds/child-kinds.ts";
 import { ownershipPolicy, ownershipPolicyBinding } from "../crds/ownership.ts";
 import { appKind } from "./app.ts";
 import type { ChildKind } from "./child-kind.ts";
 import { memcachedKind } from "./memcached.ts";
-import { ownerOf, selectorLabels } from "./metadata.ts";
+import { ownerOf, selectorLabels, type Owner } from "./metadata.ts";
 import { declaredChildren, type ChildManifest, type WorkloadDescription } from "./workload.ts";
 
 /** What the registry derives from the kinds, once, at its first read. */
@@ -27,22 +27,34 @@ interface Registry {
   readonly byName: ReadonlyMap<string, WorkloadKind>;
   readonly childKinds: readonly ChildKind[];
   readonly crds: readonly CustomResourceDefinition[];
+  readonly groups: readonly KindGroup[];
+}
+
+/** The kinds of one API group, in the order registered: what a rule of RBAC or of an admission policy names. */
+export interface KindGroup {
+  readonly group: string;
+  readonly kinds: readonly WorkloadKind[];
+  readonly plurals: readonly string[];
 }
 
 const registered: WorkloadDescription<Workload>[] = [];
 let closed: Registry | undefined;
 
 /**
- * Adds `definition` to the kinds. Only before the kinds are first read (see above); a kind, plural
- * or short name another kind has is refused, as is a kind of child declared otherwise by another
- * kind (crds/child-kinds.ts), when the registry closes.
+ * Adds `definition` to the kinds. Only before the kinds are first read (see above). A kind's name,
+ * plural and short names are unique across all kinds, whatever their groups: stacks, labels,
+ * spec.dependsOn and the command line name an object by its kind alone. One another kind has is
+ * refused, as is a kind of child declared otherwise by another kind (crds/child-kinds.ts), when
+ * the registry closes.
  */
 export function registerKind<W extends Workload>(definition: WorkloadDescription<W>): void {
   const { kind } = definition.api;
   if (closed) throw new Error(`kind ${kind} registered after the kinds were read (${closed.definitions.map((d) => d.api.kind).join(", ")}): register a kind before anything reads them, from a module loaded first`);
   const names = (api: WorkloadDescription<Workload>["api"]) => [api.kind.toLowerCase(), api.plural, ...(api.shortNames ?? [])];
   const taken = registered.find((other) => names(other.api).some((name) => names(definition.api).includes(name)));
-  if (taken) throw new Error(`kind ${kind}: its kind, plural or a short name is ${taken.api.kind}'s already`);
+  if (taken) {
+    throw new Error(`kind ${kind} (${groupOf(definition.api)}): its kind, plural or a short name is ${taken.api.kind}'s (${groupOf(taken.api)}) already; kind names, plurals and short names are unique across all kinds, whatever their API groups`);
+  }
   registered.push(definition);
 }
 
@@ -58,14 +70,23 @@ function derive(definitions: readonly WorkloadDescription<Workload>[]): Registry
   const kinds = definitions.map((definition) => definition.api.kind);
   const byName = new Map(definitions.flatMap((definition) => {
     const { kind, plural, shortNames = [] } = definition.api;
+    const group = groupOf(definition.api);
     return [kind.toLowerCase(), plural, ...shortNames].flatMap((name) => [name, `${name}.${group}`]).map((name): [string, WorkloadKind] => [name, kind]);
   }));
+  const groups = new Map<string, { kinds: WorkloadKind[]; plurals: string[] }>();
+  for (const { api } of definitions) {
+    const group = groups.get(groupOf(api)) ?? { kinds: [], plurals: [] };
+    group.kinds.push(api.kind);
+    group.plurals.push(api.plural);
+    groups.set(groupOf(api), group);
+  }
   return {
     definitions,
     byKind: new Map(definitions.map((definition) => [definition.api.kind, definition])),
     byName,
     childKinds: childKindUnion(definitions.map((definition) => [definition.api.kind, definition.childKinds] as const)),
     crds: definitions.map((definition) => customResourceDefinition(definition.api, kinds)),
+    groups: [...groups].map(([group, { kinds, plurals }]) => ({ group, kinds, plurals })),
   };
 }
 
@@ -90,7 +111,7 @@ export function kindDefinition(kind: WorkloadKind): WorkloadDescription<Workload
   return definition;
 }
 
-/** The kind a person names as kubectl takes it (`app`, `apps`, `asapp`, `apps.appstack.dev`, any case); undefined for none. */
+/** The kind a person names as kubectl takes it (`app`, `apps`, `asapp`, `apps.appstack.dev`, `app.appstack.dev`, any case; another kind's with its own group); undefined for none. */
 export function kindNamed(name: string): WorkloadKind | undefined {
   return registry().byName.get(name.toLowerCase());
 }
@@ -98,6 +119,26 @@ export function kindNamed(name: string): WorkloadKind | undefined {
 /** The resource (plural) of `kind`: apps. */
 export function pluralOf(kind: WorkloadKind): string {
   return kindDefinition(kind).api.plural;
+}
+
+/** The API group of `kind`'s objects: appstack.dev unless its definition names another. */
+export function groupOfKind(kind: WorkloadKind): string {
+  return groupOf(kindDefinition(kind).api);
+}
+
+/** The apiVersion of `kind`'s objects: appstack.dev/v1alpha1. */
+export function apiVersionOfKind(kind: WorkloadKind): string {
+  return apiVersionOf(groupOfKind(kind));
+}
+
+/** Where `kind`'s objects are, as the custom objects client takes it: `{ group, version, plural }`. */
+export function resourceOf(kind: WorkloadKind): { readonly group: string; readonly version: string; readonly plural: string } {
+  return { group: groupOfKind(kind), version, plural: pluralOf(kind) };
+}
+
+/** The kinds by API group, each group once, in the order first registered: what RBAC and the admission policies name. */
+export function kindGroups(): readonly KindGroup[] {
+  return registry().groups;
 }
 
 /** Each kind's CRD, derived from its definition. */
@@ -124,12 +165,17 @@ export function childKindOfType(resourceType: string): ChildKind | undefined {
 
 /** What besides the kinds' CRDs makes up appstack's API in a cluster: the ownership policy over every kind of child, and its binding. */
 export function apiPolicies(): readonly [ReturnType<typeof ownershipPolicy>, typeof ownershipPolicyBinding] {
-  return [ownershipPolicy(childKinds()), ownershipPolicyBinding];
+  return [ownershipPolicy(childKinds(), kindGroups()), ownershipPolicyBinding];
 }
 
 /** The description of `object`'s kind. */
 export function describe<W extends Workload>(object: W): WorkloadDescription<W> {
   return kindDefinition(object.kind) as unknown as WorkloadDescription<W>;
+}
+
+/** The object its children are owned by: their ownerReference names its kind's apiVersion. */
+export function kindOwner(object: Workload): Owner {
+  return { ...ownerOf(object), apiVersion: apiVersionOfKind(object.kind) };
 }
 
 /** The labels that select exactly the pods of `object`. */
@@ -142,5 +188,5 @@ export function podSelector(object: Workload): Record<string, string> {
  * definition does not declare is refused here, before anything is applied, naming the kind.
  */
 export function childManifests(object: Workload): ChildManifest[] {
-  return declaredChildren(describe(object), ownerOf(object), object.spec);
+  return declaredChildren(describe(object), kindOwner(object), object.spec);
 }

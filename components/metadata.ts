@@ -1,6 +1,6 @@
 // Labels and ownership that every child of an appstack object carries. Selectors are always
 // explicit: two objects with the same image in one namespace must never select each other's pods.
-import { apiVersion, type Workload, type WorkloadKind } from "../crds/types.ts";
+import { apiVersionOf, defaultGroup, type Workload, type WorkloadKind } from "../crds/types.ts";
 
 export const managedByLabel = "app.kubernetes.io/managed-by";
 export const instanceLabel = "app.kubernetes.io/instance";
@@ -20,6 +20,8 @@ export const pulumiAnnotations = {
 
 /** The object a stack belongs to: enough to label, select and own its children. */
 export interface Owner {
+  /** Its apiVersion, which the children's ownerReference names; absent: appstack.dev/v1alpha1 (App, Memcached). The operator always sets it (components/kinds.ts, kindOwner). */
+  readonly apiVersion?: string;
   readonly kind: WorkloadKind;
   readonly name: string;
   readonly namespace: string;
@@ -52,7 +54,7 @@ export function childMetadata(owner: Owner, appName: string) {
     // which fields appstack owns, and an imperative edit of them can be handed back to it.
     annotations: { ...pulumiAnnotations },
     // A backstop: if the finalizer is ever removed by hand, the garbage collector still cleans up.
-    ownerReferences: [{ apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
+    ownerReferences: [{ apiVersion: owner.apiVersion ?? apiVersionOf(defaultGroup), kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
   };
 }
 

@@ -25,10 +25,22 @@ export interface ChildManifest {
 /** The resources a component declared, by kind of child: `declared.Deployment`. */
 export type DeclaredChildren<Ks extends readonly ChildKind[]> = { -readonly [C in Ks[number] as C["kind"]]?: ReturnType<C["declare"]> };
 
+/** A child of a kind its object's definition does not declare: the operator stalls the object with the reason of the same name. */
+export class UndeclaredChildKind extends Error {
+  override readonly name = "UndeclaredChildKind";
+  /** The kind to declare. */
+  readonly kind: string;
+
+  constructor(owner: string, kind: string, declared: readonly string[]) {
+    super(`${owner} makes a child of kind ${kind}, which its definition does not declare: add it to its childKinds (declared: ${declared.join(", ") || "none"})`);
+    this.kind = kind;
+  }
+}
+
 /** The kind of child named `name` among `kinds`; a child of a kind its definition does not declare is refused, naming the kind to declare. */
 export function declaredKind<Ks extends readonly ChildKind[]>(kinds: Ks, owner: string, name: string): Ks[number] {
   const kind = kinds.find((candidate) => candidate.kind === name);
-  if (!kind) throw new Error(`${owner} makes a child of kind ${name}, which its definition does not declare: add it to its childKinds (declared: ${kinds.map((k) => k.kind).join(", ") || "none"})`);
+  if (!kind) throw new UndeclaredChildKind(owner, name, kinds.map((k) => k.kind));
   return kind;
 }
 
@@ -53,9 +65,9 @@ export function declareChildren<const Ks extends readonly ChildKind[]>(name: str
   return declared as DeclaredChildren<Ks>;
 }
 
-/** A component that owns a Deployment (the children's first, and the one status follows). */
+/** A kind's component: the Deployment it owns, if its kind makes one (the child whose rollout status follows). */
 export interface WorkloadComponent extends pulumi.ComponentResource {
-  readonly deployment: k8s.apps.v1.Deployment;
+  readonly deployment?: k8s.apps.v1.Deployment;
 }
 
 /** The status fields of `W`'s kind beyond those every kind reports (WorkloadStatus). */
@@ -75,7 +87,7 @@ export interface WorkloadDescription<W extends Workload> {
   children(owner: Owner, spec: W["spec"]): ChildManifest[];
   /** The component of the object's inline program. */
   component(owner: Owner, spec: W["spec"], opts: pulumi.ComponentResourceOptions): WorkloadComponent;
-  /** The replicas the spec asks for. */
+  /** The replicas the spec asks for (of its Deployment; 0 for a kind without one). */
   replicas(spec: W["spec"]): number;
   /** Status fields only this kind reports, from its pods. */
   statusOf?(pods: readonly V1Pod[]): KindStatus<W>;
@@ -90,8 +102,25 @@ export type ObjectOf<F extends TProperties, S extends WorkloadStatus = WorkloadS
  * other part of the operator (watches, CRD, policies, the command line) reads the kind from this.
  */
 export function defineKind<F extends TProperties, S extends WorkloadStatus = WorkloadStatus>(definition: WorkloadDescription<ObjectOf<F, S>> & { readonly api: KindApi<F> }): WorkloadDescription<ObjectOf<F, S>> {
+  const { group } = definition.api;
+  // The API server's own rule for a CRD's group, said here, naming the kind, rather than by the CRD's apply.
+  if (group !== undefined && !(group.length <= 253 && group.includes(".") && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(group))) {
+    throw new Error(`${definition.api.kind}: api.group ${JSON.stringify(group)} is not an API group: a DNS subdomain with at least one dot (batch.example.com)`);
+  }
   const names = definition.childKinds.map((kind) => kind.kind);
   const twice = names.find((name, index) => names.indexOf(name) !== index);
   if (twice) throw new Error(`${definition.api.kind} declares the child kind ${twice} twice`);
-  return definition;
+  return Object.defineProperty(definition, definedKind, { value: true });
+}
+
+/**
+ * The mark defineKind puts on what it returns: how a kind file's default export is told from
+ * anything else. A registered symbol, not a set of this module's, so that it holds should a loader
+ * ever give a kind file a copy of this module of its own.
+ */
+const definedKind = Symbol.for("appstack.dev/kind");
+
+/** Whether `value` is a kind's definition, as defineKind returned it. */
+export function isDefinedKind(value: unknown): value is WorkloadDescription<Workload> {
+  return typeof value === "object" && value !== null && definedKind in value;
 }

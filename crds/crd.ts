@@ -1,13 +1,18 @@
 // A kind's CustomResourceDefinition, derived from its API (KindApi): its own spec fields and
 // appstack's common ones, the status every kind reports with the kind's own fields, the status
 // and scale subresources, and the printer columns every kind shows after its own.
-import { group, version } from "./types.ts";
+import { defaultGroup, version } from "./types.ts";
 import { openApi, Type, type JsonSchema, type TProperties } from "./schema-kit.ts";
 import { commonSpecFields } from "./spec-fields.ts";
 import { workloadStatus } from "./status-schema.ts";
 
 /** What a kind says of its API; everything else of its CRD is appstack's. */
 export interface KindApi<F extends TProperties = TProperties> {
+  /**
+   * The API group of its objects, a DNS subdomain with at least one dot: batch.example.com. Default
+   * appstack.dev. Its CRD is `<plural>.<group>`, and its objects' apiVersion `<group>/v1alpha1`.
+   */
+  readonly group?: string;
   /** The kind, in UpperCamelCase: App. */
   readonly kind: string;
   /** Its plural, lower case: apps. */
@@ -21,8 +26,13 @@ export interface KindApi<F extends TProperties = TProperties> {
   readonly status?: Readonly<Record<string, JsonSchema>>;
   /** Printer columns before the Status, Plan and Age columns every kind shows. */
   readonly printerColumns: readonly JsonSchema[];
-  /** The spec field `kubectl scale` and an HPA change (the scale subresource's specReplicasPath): .spec.replicas. */
-  readonly replicasPath: string;
+  /** The spec field `kubectl scale` and an HPA change (the scale subresource's specReplicasPath): .spec.replicas. Absent: no scale subresource (a kind without replicas). */
+  readonly replicasPath?: string;
+}
+
+/** The API group of `api`'s objects. */
+export function groupOf(api: Pick<KindApi, "group">): string {
+  return api.group ?? defaultGroup;
 }
 
 /** The spec's schema: the kind's own fields, then the common ones (`kinds`: every kind's name, for spec.dependsOn). */
@@ -38,8 +48,9 @@ const readyReasonColumn = {
   jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
 };
 
-/** status, and scale driven by `specReplicasPath` (what `kubectl scale` and an HPA change). */
-function workloadSubresources(specReplicasPath: string): JsonSchema {
+/** status, and scale driven by `specReplicasPath` (what `kubectl scale` and an HPA change), if any. */
+function workloadSubresources(specReplicasPath: string | undefined): JsonSchema {
+  if (specReplicasPath === undefined) return { status: {} };
   return { status: {}, scale: { specReplicasPath, statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" } };
 }
 
@@ -72,6 +83,7 @@ export interface CustomResourceDefinition {
 /** The kind's CRD; `kinds`: every kind's name, the kinds its spec.dependsOn may name. */
 export function customResourceDefinition(api: KindApi, kinds: readonly string[]): CustomResourceDefinition {
   const { kind, plural } = api;
+  const group = groupOf(api);
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",

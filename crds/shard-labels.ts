@@ -6,8 +6,7 @@
 // child writes of the two replicas interleave. This policy leaves those labels to the operator's own
 // user: anyone else's create with one, and update that adds, changes or removes one, is refused.
 // Every other change (a replace that keeps them, any other label) goes through.
-import { operatorExemptPolicy } from "./operator-exempt-policy.ts";
-import { group } from "./types.ts";
+import { operatorExemptPolicy, type GroupResources } from "./operator-exempt-policy.ts";
 
 export const shardLabelsPolicyName = "appstack.dev-shard-labels";
 export const shardLabelPrefix = "shard.appstack.dev/";
@@ -15,9 +14,9 @@ export const shardLabelPrefix = "shard.appstack.dev/";
 const labels = (object: string) => `${object} != null && has(${object}.metadata.labels) ? ${object}.metadata.labels : {}`;
 const isShard = (key: string) => `${key}.startsWith('${shardLabelPrefix}')`;
 
-/** The policy and its binding (operator-exempt-policy.ts) for the operator's users. */
-export function shardLabelsPolicy(operatorUsers: readonly string[], plurals: readonly string[]) {
-  return operatorExemptPolicy(shardLabelsPolicyName, operatorUsers, { group, plurals }, [
+/** The policy and its binding (operator-exempt-policy.ts) for the operator's users, over every kind's resource (`resources`, by group). */
+export function shardLabelsPolicy(operatorUsers: readonly string[], resources: readonly GroupResources[]) {
+  return operatorExemptPolicy(shardLabelsPolicyName, operatorUsers, resources, [
     { name: "labels", expression: labels("object") },
     { name: "oldLabels", expression: labels("oldObject") },
     // Added or changed, then removed.

@@ -4,9 +4,15 @@ import type { CommonSpec, DependencyRef, PodSecurity } from "./spec-fields.ts";
 
 export type { CommonSpec, DependencyRef, PodSecurity };
 
-export const group = "appstack.dev";
+/**
+ * The API group of App and Memcached, and of any kind whose definition names none. The operator's
+ * own annotations, labels and finalizers are under this name whatever a kind's group.
+ */
+export const defaultGroup = "appstack.dev";
+/** The version every kind serves and stores. */
 export const version = "v1alpha1";
-export const apiVersion = `${group}/${version}`;
+/** The apiVersion of a kind of `group`. */
+export const apiVersionOf = (group: string): string => `${group}/${version}`;
 
 export interface ObjectMeta {
   name: string;

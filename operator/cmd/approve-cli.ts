@@ -8,12 +8,12 @@
 import { createInterface } from "node:readline/promises";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { approvalPolicyName, approvalRights } from "../../crds/approval.ts";
-import { approveAnnotation, group, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { approveAnnotation, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { isConflict, readWorkload, type KubeClients } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef, objectRefUsage } from "./kube-flags.ts";
 import { age } from "./table.ts";
-import { pluralOf } from "../../components/kinds.ts";
+import { groupOfKind, pluralOf, resourceOf } from "../../components/kinds.ts";
 
 export const approveUsage = `usage: appstack approve ${objectRefUsage} [--yes] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   shows the plan waiting for approval (updatePolicy Preview), asks, and approves exactly that plan;
@@ -47,7 +47,7 @@ class Refused extends Error {}
 function forbidden(error: unknown, kind: WorkloadKind): Refused | undefined {
   if ((error as { code?: number } | null)?.code !== 403) return undefined;
   const text = errorText(error);
-  return new Refused(`not approved: ${text}${text.includes(approvalPolicyName) ? "" : `; ${approvalRights(pluralOf(kind), ["patch", "approve"])}`}`);
+  return new Refused(`not approved: ${text}${text.includes(approvalPolicyName) ? "" : `; ${approvalRights(pluralOf(kind), groupOfKind(kind), ["patch", "approve"])}`}`);
 }
 
 async function confirm(planId: string): Promise<void> {
@@ -66,7 +66,7 @@ async function writeApproval(clients: KubeClients, kind: WorkloadKind, object: W
   const body = { metadata: { resourceVersion: object.metadata.resourceVersion, annotations: { [approveAnnotation]: planId } } };
   try {
     await clients.custom.patchNamespacedCustomObject(
-      { group, version, plural: pluralOf(kind), namespace: object.metadata.namespace, name: object.metadata.name, body, fieldManager: approveFieldManager },
+      { ...resourceOf(kind), namespace: object.metadata.namespace, name: object.metadata.name, body, fieldManager: approveFieldManager },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
   } catch (error) {

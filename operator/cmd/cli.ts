@@ -1,10 +1,14 @@
 // The `appstack` command: wiring only. Each verb lives with the code it drives; commands.ts lists them.
+// The kinds folder (--kinds, APPSTACK_KINDS_DIR) is loaded first: the verbs' usage texts are derived
+// from the kinds, so commands.ts is imported only once they are registered.
 import "./preload.ts";
-import { appstackUsage, commands, usageOf } from "./commands.ts";
 import { UsageError } from "./flags.ts";
+import { loadKindsOption } from "./kinds-option.ts";
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  await loadKindsOption(command, rest);
+  const { appstackUsage, commands, usageOf } = await import("./commands.ts");
   if (command === undefined || command === "help" || command === "--help") {
     console.error(rest[0] && command === "help" ? usageOf(rest[0]) : appstackUsage);
     return;

@@ -7,6 +7,7 @@ import { engineBinaries } from "../../toolchain/tools.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
 import { parseFlags } from "./flags.ts";
+import { loadKindsOption, logKindFolders } from "./kinds-option.ts";
 import { setFlagsFromString } from "node:v8";
 
 export const operatorUsage = `usage: appstack operator [flags]\n${operatorFlagsUsage}`;
@@ -21,6 +22,7 @@ export async function runOperator(argv: readonly string[]): Promise<void> {
   setFlagsFromString("--optimize-for-size");
   const config = loadConfig(parseFlags(argv, operatorOptions, operatorUsage));
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  logKindFolders(log);
   const service = await startService(config, engineBinaries(), log);
   const stopped = await new Promise<boolean>((resolve) => {
     onStopSignals((signal) => {
@@ -42,7 +44,8 @@ export async function runOperator(argv: readonly string[]): Promise<void> {
 const stopAfterGraceMs = 15_000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runOperator(process.argv.slice(2)).catch((error: unknown) => {
+  // The kinds folder before anything reads the kinds (started as `appstack operator`, cli.ts has loaded it).
+  loadKindsOption("operator", process.argv.slice(2)).then(() => runOperator(process.argv.slice(2))).catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error);
     process.exit(1);
   });

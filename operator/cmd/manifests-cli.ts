@@ -6,7 +6,7 @@
 // makes, referred to by name, so the output holds none.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import yaml from "js-yaml";
 import { parseFlags, UsageError } from "./flags.ts";
@@ -28,6 +28,8 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --metrics-cert-secret NAME   a kubernetes.io/tls Secret there for the HTTPS metrics server (default: self-signed, made at start)
   --network-policy true|false   a NetworkPolicy for the operator's pods: egress to DNS, the API server and the database, ingress to /metrics
   --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)
+  --kinds DIR                  a folder of kind files: their CRDs, RBAC and policies too; the operator's image must hold
+                               the same files in /app/kinds (docs/writing-a-kind.md)
   It needs a clone of this repository with npm ci done, and Go (README.md#prerequisites): it first builds,
   once, into the cache, the Pulumi CLI (or uses a pulumi on PATH at the pinned version), its Node.js
   language host and the Kubernetes provider, and no other tool (cold: minutes,
@@ -51,6 +53,7 @@ export const manifestsOptions = {
   "metrics-cert-secret": "metricsCertSecret",
   "network-policy": "networkPolicy",
   "default-service-account": "defaultServiceAccount",
+  kinds: "kinds",
 } as const;
 
 /** The flags it parses: the install options', and -o FILE. */
@@ -114,6 +117,8 @@ export function installSettings(flags: Partial<Record<keyof typeof manifestsOpti
     if (value === undefined) return [];
     // A list, item by item, as `pulumi config set --path` takes it.
     if (flag === "watch-namespaces") return value.split(",").filter(Boolean).map((item, index) => ({ key: `appstack:${key}[${index}]`, value: item, path: true }));
+    // The program runs in a folder of its own: a folder given relative to here is made absolute.
+    if (flag === "kinds") return [{ key: `appstack:${key}`, value: resolve(value) }];
     return [{ key: `appstack:${key}`, value }];
   });
 }

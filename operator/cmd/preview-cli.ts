@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ApiextensionsV1Api, type KubernetesObject } from "@kubernetes/client-node";
-import { apiVersion, group, version, type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../../crds/types.ts";
-import { isWorkloadKind, workloadKinds, pluralOf } from "../../components/kinds.ts";
+import { type PreviewStep, type StepCounts, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { apiVersionOfKind, groupOfKind, isWorkloadKind, pluralOf, resourceOf, workloadKinds } from "../../components/kinds.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 import { readManifests } from "../kube/apply.ts";
 import { loadConfig, operatorOptions, type OperatorConfig, type OperatorFlags } from "../manager/config.ts";
@@ -60,8 +60,8 @@ function previewFlags(argv: readonly string[]): { options: Options; flags: Opera
 
 function workloadsIn(files: readonly string[], defaultNamespace: string): Workload[] {
   return files.flatMap((file) => readManifests(file === "-" ? "/dev/stdin" : file)).map((object: KubernetesObject) => {
-    if (object.apiVersion !== apiVersion || !isWorkloadKind(object.kind)) {
-      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${apiVersion} ${workloadKinds().join(" and ")} can be previewed`);
+    if (!isWorkloadKind(object.kind) || object.apiVersion !== apiVersionOfKind(object.kind)) {
+      throw new Error(`${object.kind ?? "an object"} ${object.metadata?.name ?? ""}: only ${workloadKinds().map((kind) => `${apiVersionOfKind(kind)} ${kind}`).join(", ")} can be previewed`);
     }
     if (!object.metadata?.name) throw new Error(`${object.kind} without metadata.name`);
     return { ...object, metadata: { ...object.metadata, namespace: object.metadata.namespace ?? defaultNamespace } } as Workload;
@@ -73,7 +73,7 @@ function workloadsIn(files: readonly string[], defaultNamespace: string): Worklo
  * server-side dry run: a replace of the live object's spec, or a create. Nothing is persisted.
  */
 async function dryRun(clients: KubeClients, object: Workload): Promise<{ object: Workload; exists: boolean }> {
-  const target = { group, version, plural: pluralOf(object.kind), namespace: object.metadata.namespace };
+  const target = { ...resourceOf(object.kind), namespace: object.metadata.namespace };
   const live = await readWorkload(clients, keyOf(object));
   const body = live ? { ...live, spec: object.spec } : object;
   const result: unknown = live
@@ -85,7 +85,7 @@ async function dryRun(clients: KubeClients, object: Workload): Promise<{ object:
 /** What a refused dry run means for the user: a missing API is named, with the command that installs it. */
 async function explainRefusal(clients: KubeClients, kind: WorkloadKind, error: unknown): Promise<string> {
   if (!isNotFound(error)) return briefError(error);
-  const crd = `${pluralOf(kind)}.${group}`;
+  const crd = `${pluralOf(kind)}.${groupOfKind(kind)}`;
   const installed = await orUndefined(() => apiClient(clients.config, ApiextensionsV1Api).readCustomResourceDefinition({ name: crd })).catch(() => "unreadable");
   if (installed !== undefined) return briefError(error);
   return `the CRD ${crd} is not installed in this cluster; install appstack's API with \`npx appstack kubectl apply --server-side -f crds/yaml/\` (the operator's install, \`npx appstack pulumi up\`, and \`npm start\` on its local cluster do it too)`;

@@ -6,12 +6,12 @@
 // (exit 1), or a new spec held back by spec.dependsOn, answered at once naming the dependencies
 // (exit 1). As `flux reconcile`. A suspended object handles no request: refused.
 import { setTimeout as sleep } from "node:timers/promises";
-import { group, reconcileRequestAnnotation, version, type Workload } from "../../crds/types.ts";
+import { reconcileRequestAnnotation, type Workload } from "../../crds/types.ts";
 import { mergePatch, readWorkload } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef, objectRefUsage } from "./kube-flags.ts";
 import { needsPersonExitCode } from "./status-cli.ts";
-import { pluralOf } from "../../components/kinds.ts";
+import { resourceOf } from "../../components/kinds.ts";
 
 export const reconcileUsage = `usage: appstack reconcile ${objectRefUsage} [--timeout=5m] [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   runs a refresh and pulumi up now (annotation ${reconcileRequestAnnotation}) and waits for the result,
@@ -72,7 +72,7 @@ async function reconcile(argv: readonly string[]): Promise<number> {
   if (object.spec.suspend) throw new Error(`${label} is suspended: it handles no reconcile request until \`appstack resume\``);
   const requestedAt = new Date().toISOString();
   const body = { metadata: { annotations: { [reconcileRequestAnnotation]: requestedAt } } };
-  await clients.custom.patchNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace: key.namespace, name, body, fieldManager: reconcileFieldManager }, mergePatch);
+  await clients.custom.patchNamespacedCustomObject({ ...resourceOf(kind), namespace: key.namespace, name, body, fieldManager: reconcileFieldManager }, mergePatch);
   process.stderr.write(`requested a reconcile of ${label} (${reconcileRequestAnnotation}: ${requestedAt}); waiting for it\n`);
   for (;;) {
     const outcome = reconcileOutcome(await readWorkload(clients, key), requestedAt);

@@ -20,13 +20,14 @@ import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";
+import { logKindFolders } from "./kinds-option.ts";
 import { installPluginBin } from "./plugin-bin.ts";
 import { realNodeSamplesDir } from "./cluster-install-cli.ts";
 import { customResourceDefinitions } from "../../components/kinds.ts";
 
 export const samples = ["app.yaml", "memcached.yaml"].map((file) => join(repoRoot, "crds", "samples", file));
 
-export const runUsage = `usage: appstack run [--samples] [--real-node] [--backend file|postgres] [flags]
+export const runUsage = `usage: appstack run [--samples] [--real-node] [--backend file|postgres] [--kinds DIR] [flags]
   the operator in the foreground, on a new local cluster unless --kubeconfig=PATH or KUBECONFIG
   names one; --samples also applies crds/samples/ (with --real-node, crds/samples/real-node/, whose
   images are built and loaded into the node); --real-node gives the local cluster a real node
@@ -116,6 +117,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   if (cluster) say(clusterHints(cluster, localState));
   const config = loadConfig({ ...flags, kubeconfig: cluster?.kubeconfig ?? kubeconfig, ...(localState ? { "state-dir": localState } : {}), ...localBackendUrl(cluster) }, { APPSTACK_LOG_FORMAT: "text", ...localPassphrase(cluster), ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });
+  logKindFolders(log);
   try {
     const clients = kubeClients(config.kubeconfig);
     await installApi(clients);

@@ -2,8 +2,8 @@
 // status: ready, drifted (which fields), awaiting approval (the plan and its age), stalled (why).
 // Exit code 3 when any needs a person (a plan awaits approval, or it is stalled: failed, in
 // conflict, paused), so that scripts and CI can wait on it; 0 when none does; 1 on an error.
-import { group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
-import { workloadKinds, pluralOf } from "../../components/kinds.ts";
+import { type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { resourceOf, workloadKinds } from "../../components/kinds.ts";
 import { driftField } from "../pulumi/update-messages.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeFlagsUsage, kubeOptions, namespaceOf, outputFormat, printData, kindsInWords } from "./kube-flags.ts";
@@ -100,7 +100,7 @@ async function listStates(argv: readonly string[]) {
   const namespace = namespaceOf(values, clients.config);
   const objects: Workload[] = [];
   for (const kind of workloadKinds()) {
-    const target = { group, version, plural: pluralOf(kind) };
+    const target = resourceOf(kind);
     const list = (all ? await clients.custom.listClusterCustomObject(target) : await clients.custom.listNamespacedCustomObject({ ...target, namespace })) as { items: Workload[] };
     objects.push(...list.items.map((item) => ({ ...item, kind })));
   }

@@ -1,11 +1,10 @@
 // `appstack suspend app/web` and `appstack resume app/web`: spec.suspend true or false, by a JSON
 // merge patch (as `kubectl patch --type=merge`): the operator stops acting on the object, or
 // applies what changed meanwhile (controller/suspension.ts).
-import { group, version } from "../../crds/types.ts";
 import { mergePatch } from "../kube/clients.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
 import { cliClients, errorText, kubeOptions, namespaceOf, parseObjectRef, objectRefUsage } from "./kube-flags.ts";
-import { pluralOf } from "../../components/kinds.ts";
+import { resourceOf } from "../../components/kinds.ts";
 
 export const suspendUsage = (verb: "suspend" | "resume"): string => `usage: appstack ${verb} ${objectRefUsage} [-n NS] [--context=NAME] [--kubeconfig=PATH] [--as=USER]
   ${verb === "suspend" ? "sets spec.suspend: true: no pulumi up, no drift repair, no preview until it is resumed; a deletion leaves the children in place" : "sets spec.suspend: false: the operator applies whatever changed while it was suspended"}.
@@ -23,7 +22,7 @@ async function setSuspend(verb: "suspend" | "resume", argv: readonly string[]): 
   const clients = cliClients(values);
   const namespace = namespaceOf(values, clients.config);
   const body = { spec: { suspend: verb === "suspend" } };
-  await clients.custom.patchNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name, body, fieldManager: suspendFieldManager }, mergePatch);
+  await clients.custom.patchNamespacedCustomObject({ ...resourceOf(kind), namespace, name, body, fieldManager: suspendFieldManager }, mergePatch);
   const label = `${kind.toLowerCase()}/${name} in namespace ${namespace}`;
   return verb === "suspend" ? `suspended ${label}: nothing is applied or repaired until \`appstack resume\`` : `resumed ${label}: the operator applies what changed meanwhile (see \`appstack status\`)`;
 }

@@ -16,8 +16,8 @@
 // namespace; forgetting the stacks of a terminating namespace (deletion.ts) still needs the right
 // to remove their finalizers, and would leave stack state behind whenever the binding went first.
 import { PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1RoleBinding } from "@kubernetes/client-node";
-import { workloadKinds, pluralOf } from "../../components/kinds.ts";
-import { group, version, type Workload } from "../../crds/types.ts";
+import { resourceOf, workloadKinds } from "../../components/kinds.ts";
+import type { Workload } from "../../crds/types.ts";
 import type { Logger } from "../base/log.ts";
 import { apiClient, isNotFound, orUndefined, type JsonPatch, type KubeClients } from "../kube/clients.ts";
 import { finalizerName } from "./finalizer.ts";
@@ -109,7 +109,7 @@ export class BindingGuard {
   /** From the API server, not a cache: an object whose finalizer was just added must count. */
   private async anyFinalized(namespace: string): Promise<boolean> {
     for (const kind of workloadKinds()) {
-      const list = (await this.clients.custom.listNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace })) as { items: Workload[] };
+      const list = (await this.clients.custom.listNamespacedCustomObject({ ...resourceOf(kind), namespace })) as { items: Workload[] };
       if (list.items.some((object) => object.metadata.finalizers?.includes(finalizerName))) return true;
     }
     return false;

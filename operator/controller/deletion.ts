@@ -2,6 +2,7 @@
 // In a namespace that is terminating, a destroy that keeps failing gives way to forgetting the
 // stack: the namespace takes the children with it, and a stuck finalizer would hold it forever.
 // With deletionPolicy Orphan, or suspended, the children are left instead (orphaning.ts).
+import type { V1Deployment } from "@kubernetes/client-node";
 import type { Workload } from "../../crds/types.ts";
 import type { Children } from "./children.ts";
 import { ReportedFailure } from "./errors.ts";
@@ -49,14 +50,27 @@ export class Deletion {
     this.orphaning = new Orphaning(deps.clients, deps.tenancy);
   }
 
+  /**
+   * The object's Deployment, for the status only: a kind that can no longer make its children from
+   * the spec (kind-refusal.ts) is still destroyed, and that is said at warn.
+   */
+  private async deploymentOf(object: Workload, log: Logger): Promise<V1Deployment | undefined> {
+    try {
+      return (await this.deps.children.observe(object)).deployment;
+    } catch (error) {
+      log.warn("the children could not be read for the status; destroying the stack all the same", { error: error instanceof Error ? error.message : String(error) });
+      return undefined;
+    }
+  }
+
   async finalize(object: Workload, stack: string, key: string, log: Logger): Promise<HandlerResult> {
     if (!hasFinalizer(object)) return;
-    const observed = await this.deps.children.observe(object);
+    const deployment = await this.deploymentOf(object, log);
     if (deletesAsOrphan(object)) {
-      await this.deps.reporter.report(object, observed.deployment, { kind: "deleting", message: "leaving the children in place and removing the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
+      await this.deps.reporter.report(object, deployment, { kind: "deleting", message: "leaving the children in place and removing the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
       return this.orphan(object, stack, log);
     }
-    await this.deps.reporter.report(object, observed.deployment, { kind: "deleting", message: "destroying the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
+    await this.deps.reporter.report(object, deployment, { kind: "deleting", message: "destroying the stack" }, stackStatusOf(object, stack)).catch(() => undefined);
     const started = Date.now();
     let forgotten = false;
     try {
@@ -66,7 +80,7 @@ export class Deletion {
       this.deps.events.record(object, "Normal", "StackDestroyed", operation ? `pulumi destroy: ${describeChanges(operation.resourceChanges, "done")}; stack removed` : "no stack to destroy");
     } catch (error) {
       const previous = stackStatusOf(object, stack);
-      if (error instanceof StackBusy) return this.deps.reporter.locked(object, observed.deployment, previous, error, log);
+      if (error instanceof StackBusy) return this.deps.reporter.locked(object, deployment, previous, error, log);
       if (error instanceof OperationInterrupted) throw error; // still Deleting: the next leader destroys it
       const message = await explainedFailure(this.deps.clients, object, this.deps.tenancy, error instanceof Error ? error.message : String(error));
       const { attempt, delayMs } = this.deps.backoff(key);
@@ -74,7 +88,7 @@ export class Deletion {
         log.error("pulumi destroy failed", { operation: "destroy", attempt, retryInMs: delayMs, error: message });
         this.deps.events.record(object, "Warning", "DestroyFailed", message);
         // Stalled until the next attempt, not Deleting for ever: the engine's words say what to fix.
-        await this.deps.reporter.report(object, observed.deployment, { kind: "stalled", reason: "DestroyFailed", message }, retrying(withOperationOf(previous, error), attempt, delayMs)).catch(() => undefined);
+        await this.deps.reporter.report(object, deployment, { kind: "stalled", reason: "DestroyFailed", message }, retrying(withOperationOf(previous, error), attempt, delayMs)).catch(() => undefined);
         throw new ReportedFailure("DestroyFailed", message);
       }
       // The namespace takes the children with it; a stuck finalizer would hold it forever.

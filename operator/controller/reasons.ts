@@ -60,7 +60,12 @@ export const conditionReasons = {
   Applying: { phases: ["progressing"], when: "`pulumi up` runs: a new object, a changed spec, an approved plan, or a new version of the operator's program", todo: "wait; the message says what is applied" },
   RepairingDrift: { phases: ["progressing"], when: "`pulumi up` puts back what someone changed on the children; the message names the fields", todo: `nothing; if it comes back, find who edits the children ([Drift](drift-and-ownership.md#imperative-edits))` },
   DriftDetected: { phases: ["progressing"], when: "the children changed while or right after they were applied; repaired at the next attempt", todo: "nothing; if it comes back, something fights appstack over the children ([Drift](drift-and-ownership.md#ownership))" },
-  Creating: { phases: ["progressing"], when: "the Deployment does not exist yet", todo: "wait" },
+  Creating: { phases: ["progressing"], when: "the Deployment does not exist yet (for a kind without one: a child; the message names it)", todo: "wait" },
+  ChildProgressing: {
+    phases: ["progressing"],
+    when: "for a kind whose children include no Deployment: a child's `status.observedGeneration` is behind its `metadata.generation`, as kstatus reads any kind; the message names the child",
+    todo: "wait; if it stays, look at the child's controller",
+  },
   RollingOut: {
     phases: ["progressing"],
     when: "the Deployment rolls out, as `kubectl rollout status` reads it: replicas to update or to become available, old ones terminating, extra ones going after a scale-down",
@@ -130,6 +135,16 @@ export const conditionReasons = {
     phases: ["stalled"],
     when: "a deleted object's `pulumi destroy` failed; the message is the engine's. Retried with backoff",
     todo: "fix what the message names ([Deletion](#deletion), [A stuck finalizer](operate.md#a-stuck-finalizer))",
+  },
+  UndeclaredChildKind: {
+    phases: ["stalled"],
+    when: "the object's kind makes a child of a kind its definition does not declare (`childKinds`): nothing is applied; the message names the kind to declare, and a Warning Event says the same",
+    todo: "the kind's author adds the kind of child to its definition's `childKinds` ([Writing a kind](writing-a-kind.md)); the object is reconciled again when its spec changes or the operator restarts",
+  },
+  KindError: {
+    phases: ["stalled"],
+    when: "the object's kind threw while making its children from the spec (its definition's `children`); nothing is applied, the message is its error, and a Warning Event says the same. Other kinds' objects are not affected",
+    todo: "the kind's author fixes its definition ([Writing a kind](writing-a-kind.md)); a spec the kind handles is tried at once",
   },
   DependencyCycle: { phases: ["stalled"], when: "`spec.dependsOn` makes a cycle; the message names it. Nothing is applied", todo: "remove a `dependsOn` along the cycle ([Dependencies](#dependencies))" },
   NamespaceExcluded: {

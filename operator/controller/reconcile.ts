@@ -35,7 +35,8 @@ import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, StackBusy } from "../pulumi/stack-errors.ts";
 import type { StackDriver } from "../pulumi/stacks.ts";
-import { defaultPodStartTimeoutMs, rolloutPhase, stackStatusOf } from "./status.ts";
+import { childrenPhase, defaultPodStartTimeoutMs, stackStatusOf } from "./status.ts";
+import { kindRefusal } from "./kind-refusal.ts";
 import { defaultProxySyncMs } from "./service-endpoints.ts";
 import { actingUser, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
@@ -197,20 +198,21 @@ export class Reconciler {
     if (object.spec.updatePolicy === "Preview" && request !== undefined) return this.refreshThenGate(object, stack, key, decision, observed, log, current, { why: "requested", reason: requestReason(request), requested: request });
     if (object.spec.updatePolicy === "Preview") return this.gated(object, stack, key, decision, observed, log, current);
     const next = withRequest(decision, request);
-    if (next.action === "none") return this.reporter.report(object, observed.deployment, rolloutPhase(object, observed.deployment), current);
+    if (next.action === "none") return this.reporter.report(object, observed.deployment, childrenPhase(object, observed), current);
     return this.update.apply(object, stack, key, next, observed, log);
   }
 
   /**
    * Why nothing may be applied for `object` now, with the result, or undefined. An object of an
-   * excluded namespace is Stalled with the reason and a Warning Event, and gets no finalizer; one
-   * whose finalizer could not be added (it changed since the cache read it) is tried again soon.
+   * excluded namespace, or whose kind cannot make its children from its spec (kind-refusal.ts), is
+   * Stalled with the reason and a Warning Event, and gets no finalizer; one whose finalizer could
+   * not be added (it changed since the cache read it) is tried again soon.
    */
   private async notToApply(object: Workload, stack: string): Promise<{ result: HandlerResult } | undefined> {
-    const excluded = excludedPhase(object, this.deps.excludedNamespaces);
-    if (excluded) {
-      this.deps.events.record(object, "Warning", excluded.reason, excluded.message);
-      return { result: await this.reporter.report(object, undefined, excluded, stackStatusOf(object, stack)) };
+    const refused = excludedPhase(object, this.deps.excludedNamespaces) ?? kindRefusal(object);
+    if (refused) {
+      this.deps.events.record(object, "Warning", refused.reason, refused.message);
+      return { result: await this.reporter.report(object, undefined, refused, stackStatusOf(object, stack)) };
     }
     if (!(await this.withFinalizer(object))) return { result: { outcome: "requeued", requeueAfterMs: conflictRetryMs } };
     return undefined;
@@ -237,7 +239,7 @@ export class Reconciler {
    */
   private async suspended(object: Workload, stack: string, applied: Applied | undefined, current: StackStatus, observed: Observed): Promise<HandlerResult> {
     if (object.status?.preview) await this.deps.plans.discard(stack);
-    const phase = suspendedPhase({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: rolloutPhase(object, observed.deployment) });
+    const phase = suspendedPhase({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: childrenPhase(object, observed) });
     return this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
   }
 
@@ -330,6 +332,6 @@ export class Reconciler {
     if (next.action === "preview" && decision.action !== "none") return this.previewing.preview(object, stack, key, decision, observed, log);
     const preview = next.action === "wait" ? object.status?.preview : undefined;
     if (!preview) await this.deps.plans.discard(stack);
-    return this.reporter.report(object, observed.deployment, preview ? awaiting(object, preview) : rolloutPhase(object, observed.deployment), current, preview);
+    return this.reporter.report(object, observed.deployment, preview ? awaiting(object, preview) : childrenPhase(object, observed), current, preview);
   }
 }

@@ -18,7 +18,7 @@ import { redactKnownSecrets } from "../base/redact.ts";
 import type { Backoff, HandlerResult } from "./queue.ts";
 import { stackName } from "../pulumi/stack-names.ts";
 import { OperationInterrupted, OperationTimedOut, StackOperationFailed, type StackBusy } from "../pulumi/stack-errors.ts";
-import { computeStatus, rolloutPhase, stackStatusOf, withPodTrouble, writeStatus } from "./status.ts";
+import { childrenPhase, computeStatus, stackStatusOf, withPodTrouble, writeStatus } from "./status.ts";
 import { withServiceEndpoints } from "./service-endpoints.ts";
 import { explainedFailure, isForbidden, type Tenancy } from "./tenancy.ts";
 import type { Watcher } from "./watch.ts";
@@ -168,7 +168,7 @@ export class Reporter {
   async settle(object: Workload, stack: string, key: string, stackStatus: StackStatus, log: Logger): Promise<HandlerResult> {
     const observed = await this.deps.children.observe(object, true);
     if (observed.conflicts.length) return this.conflict(object, stack, key, observed, log, stackStatus);
-    if (!observed.drift.length) return this.report(object, observed.deployment, rolloutPhase(object, observed.deployment), stackStatus);
+    if (!observed.drift.length) return this.report(object, observed.deployment, childrenPhase(object, observed), stackStatus);
     const message = `the children changed while or after they were applied: ${describeDrift(observed.drift)}`;
     const { delayMs } = this.deps.backoff(key);
     log.warn("drift right after the update; repairing", { drift: observed.drift, retryInMs: delayMs });

@@ -2,7 +2,7 @@
 // docs/sharding.md): the sharder (the leader) writes the owner and the drain; the owner removes
 // both to confirm a drain. Each replica's informers select the objects labelled with its name.
 import type { Workload } from "../../crds/types.ts";
-import { group } from "../../crds/types.ts";
+import { groupOfKind } from "../../components/kinds.ts";
 
 /** The replica (its shard Lease's member name) that reconciles the object. */
 export const shardOwnerLabel = "shard.appstack.dev/owner";
@@ -11,9 +11,9 @@ export const shardDrainLabel = "shard.appstack.dev/drain";
 /** On every shard Lease: which ring (the leader Lease's name) the replica is a member of. */
 export const shardRingLabel = "shard.appstack.dev/ring";
 
-/** The ring's key of an object: group/kind/namespace/name, as the consistent hash places it. */
+/** The ring's key of an object: its kind's group/kind/namespace/name, as the consistent hash places it. */
 export function ringKey(kind: string, namespace: string, name: string): string {
-  return `${group}/${kind}/${namespace}/${name}`;
+  return `${groupOfKind(kind)}/${kind}/${namespace}/${name}`;
 }
 
 export function shardOwner(object: Pick<Workload, "metadata">): string | undefined {

@@ -1,13 +1,34 @@
 // Status: what the live Deployment and pods say, with the conditions of the current phase and the
 // stack report, written through the status subresource only when something in it changed.
-import type { V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client-node";
 import { describe } from "../../components/kinds.ts";
 import { historyMessageLimit, statusHistoryLimit, type PreviewStatus, type StackOperation, type StackStatus, type Workload, type WorkloadStatus } from "../../crds/types.ts";
+import type { Observed } from "./children.ts";
 import { conditionsFor, type Phase } from "./conditions.ts";
 import { type FailingSince, podTrouble } from "./pod-trouble.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 import { canonicalJson } from "../base/canonical-json.ts";
+
+/**
+ * What the children say: the Deployment's rollout for a kind that makes one. A kind that makes none
+ * (a ConfigMap and a Job, say) is read as kstatus reads a kind it knows nothing special of: Ready
+ * once every child exists and, where its status reports an observedGeneration, has observed its
+ * newest spec. A Job's completion, a StatefulSet's rollout and the like are not read.
+ */
+export function childrenPhase(object: Workload, observed: Pick<Observed, "children" | "deployment">): Phase {
+  if (observed.children.some(({ child }) => child.kind === "Deployment")) return rolloutPhase(object, observed.deployment);
+  for (const state of observed.children) {
+    const label = `${state.child.kind} ${state.child.name}`;
+    if (state.state !== "owned") return { kind: "progressing", reason: "Creating", message: `the ${label} does not exist yet` };
+    const { metadata, status } = state.live as KubernetesObject & { status?: { observedGeneration?: unknown } };
+    const observedGeneration = status?.observedGeneration;
+    if (typeof observedGeneration === "number" && observedGeneration < (metadata?.generation ?? 0)) {
+      return { kind: "progressing", reason: "ChildProgressing", message: `the ${label} has not observed its newest spec yet (observedGeneration ${observedGeneration}, generation ${metadata?.generation})` };
+    }
+  }
+  return { kind: "ready", message: `${observed.children.length} children exist` };
+}
 
 /**
  * Like `kubectl rollout status`: the newest spec is observed and every replica is updated and

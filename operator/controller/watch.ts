@@ -4,9 +4,9 @@
 // may end or begin another's wait (spec.dependsOn) queues that other object (dependencies.ts).
 import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from "@kubernetes/client-node";
 import { childPath, resourcePath } from "../../crds/child-kinds.ts";
-import { childKinds, workloadKinds, pluralOf } from "../../components/kinds.ts";
+import { apiVersionOfKind, childKinds, resourceOf, workloadKinds } from "../../components/kinds.ts";
 import { instanceLabel, managedBy, managedByLabel } from "../../components/metadata.ts";
-import { apiVersion, group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import type { Workload, WorkloadKind } from "../../crds/types.ts";
 import { briefError, keyString, parseKey, type KubeClients } from "../kube/clients.ts";
 import { RestartingInformer, type Cached, type FailurePhase } from "../kube/restarting-informer.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
@@ -131,15 +131,17 @@ export class Watcher {
   }
 
   private workloadInformer(kind: WorkloadKind, ns: string | undefined): Cached<Workload> {
-    const plural = pluralOf(kind);
+    const resource = resourceOf(kind);
+    const { plural } = resource;
+    const apiVersion = apiVersionOfKind(kind);
     const list = async () => {
       const labelSelector = this.shardSelector;
       const result: unknown = ns
-        ? await this.clients.custom.listNamespacedCustomObject({ group, version, namespace: ns, plural, ...(labelSelector ? { labelSelector } : {}) })
-        : await this.clients.custom.listClusterCustomObject({ group, version, plural, ...(labelSelector ? { labelSelector } : {}) });
+        ? await this.clients.custom.listNamespacedCustomObject({ ...resource, namespace: ns, ...(labelSelector ? { labelSelector } : {}) })
+        : await this.clients.custom.listClusterCustomObject({ ...resource, ...(labelSelector ? { labelSelector } : {}) });
       const typed = result as { items: Workload[]; metadata?: { resourceVersion?: string } };
-      // List items carry no kind; the cache and the reconciler want it.
-      for (const item of typed.items) Object.assign(item, { kind });
+      // List items carry no kind; the cache and the reconciler (Events, ownerReferences) want it and the apiVersion.
+      for (const item of typed.items) Object.assign(item, { apiVersion, kind });
       return typed;
     };
     // Sharded, an object that leaves the selection (moved to another replica) is a deletion to the

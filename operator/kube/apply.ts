@@ -4,7 +4,7 @@ import yaml from "js-yaml";
 import { ApiextensionsV1Api, AuthenticationV1Api, KubernetesObjectApi, loadYaml, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fieldManager } from "../../components/metadata.ts";
-import { apiPolicies, customResourceDefinitions, kindPlurals } from "../../components/kinds.ts";
+import { apiPolicies, customResourceDefinitions, kindGroups } from "../../components/kinds.ts";
 import { approvalPolicy } from "../../crds/approval.ts";
 import { shardLabelsPolicy } from "../../crds/shard-labels.ts";
 import { apiClient, type KubeClients } from "./clients.ts";
@@ -48,7 +48,7 @@ export interface InstallApiOptions {
 /** Applies appstack's API (the CRDs and the admission policies) and waits until the API server serves the CRDs. */
 export async function installApi(clients: KubeClients, { timeoutMs = 60_000, operatorUsers }: InstallApiOptions = {}): Promise<void> {
   const users = operatorUsers ?? [await userOf(clients)];
-  await applyObjects(clients, [...customResourceDefinitions(), ...apiPolicies(), ...shardLabelsPolicy(users, kindPlurals()), ...approvalPolicy(users, kindPlurals())]);
+  await applyObjects(clients, [...customResourceDefinitions(), ...apiPolicies(), ...shardLabelsPolicy(users, kindGroups()), ...approvalPolicy(users, kindGroups())]);
   const api = apiClient(clients.config, ApiextensionsV1Api);
   const deadline = performance.now() + timeoutMs;
   for (const crd of customResourceDefinitions()) {

@@ -10,11 +10,11 @@ import {
   setHeaderOptions,
   type Configuration,
 } from "@kubernetes/client-node";
-import { isWorkloadKind, pluralOf } from "../../components/kinds.ts";
+import { isWorkloadKind, resourceOf } from "../../components/kinds.ts";
 import { ChildObjectApi } from "./child-apis.ts";
 import { connectionPoolOf, type ConnectionPool } from "./connection-pool.ts";
 import { fencedSignal, WriteFenced, writeFenceOf } from "./write-fence.ts";
-import { group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import type { Workload, WorkloadKind } from "../../crds/types.ts";
 
 export interface KubeClients {
   readonly config: KubeConfig;
@@ -121,12 +121,12 @@ export const serverSideApply = setHeaderOptions("Content-Type", PatchStrategy.Se
 
 /** The object as the API server has it now (not a cache), or undefined when it does not exist. */
 export async function readWorkload(clients: KubeClients, key: ObjectKey): Promise<Workload | undefined> {
-  const found: unknown = await orUndefined(() => clients.custom.getNamespacedCustomObject({ group, version, plural: pluralOf(key.kind), namespace: key.namespace, name: key.name }));
+  const found: unknown = await orUndefined(() => clients.custom.getNamespacedCustomObject({ ...resourceOf(key.kind), namespace: key.namespace, name: key.name }));
   return found as Workload | undefined;
 }
 
 export async function patchWorkload(clients: KubeClients, key: ObjectKey, patch: JsonPatch, subresource?: "status"): Promise<Workload> {
-  const target = { group, version, plural: pluralOf(key.kind), namespace: key.namespace, name: key.name, body: patch };
+  const target = { ...resourceOf(key.kind), namespace: key.namespace, name: key.name, body: patch };
   const result: unknown = subresource === "status"
     ? await clients.custom.patchNamespacedCustomObjectStatus(target, jsonPatch)
     : await clients.custom.patchNamespacedCustomObject(target, jsonPatch);

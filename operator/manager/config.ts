@@ -125,6 +125,8 @@ export const operatorOptions = {
   "resync-seconds": { type: "string" },
   "object-metrics": { type: "string" },
   "default-service-account": { type: "string" },
+  // Read by the entry points before anything else (operator/cmd/kinds-option.ts): the kinds must be registered before they are read.
+  kinds: { type: "string" },
 } as const satisfies ParseArgsOptionsConfig;
 
 export type OperatorFlags = { readonly [name in keyof typeof operatorOptions]?: string };
@@ -133,7 +135,7 @@ export const operatorFlagsUsage = `  --kubeconfig=PATH  --namespaces=a,b  --excl
   --log-level=debug|info|warn|error  --log-format=json|text  --health-addr=HOST:PORT
   --metrics-addr=HOST:PORT  --metrics-secure=true|false
   --leader-elect=true|false  --sharding=true|false  --operation-timeout-seconds=N  --resync-seconds=N
-  --object-metrics=true|false  --default-service-account=NAME
+  --object-metrics=true|false  --default-service-account=NAME  --kinds=DIR
   (each also an environment variable; see docs/configuration.md)`;
 
 /** Whether loadConfig may create the state folder and a passphrase file (a preview must not). */

@@ -7,8 +7,8 @@
 // answers 403 (deleted, or its RoleBinding gone) does not hold up the others: its objects, which
 // no replica can reconcile, are left out until it is readable again, and it is retried with the
 // reconciler's backoff (controller/namespace-availability.ts).
-import { workloadKinds, pluralOf } from "../../components/kinds.ts";
-import { apiVersion, group, version, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { apiVersionOfKind, resourceOf, workloadKinds } from "../../components/kinds.ts";
+import type { Workload, WorkloadKind } from "../../crds/types.ts";
 import type { Logger } from "../base/log.ts";
 import { resourcePath } from "../../crds/child-kinds.ts";
 import { briefError, type KubeClients } from "../kube/clients.ts";
@@ -45,11 +45,11 @@ export class WorkloadCache {
 
   private kindWatch(kind: WorkloadKind, namespace: string | undefined): KindWatch {
     const { clients, watchTimeoutMs, log } = this.settings;
-    const plural = pluralOf(kind);
+    const resource = resourceOf(kind);
     const list = async () => {
       const result = (namespace
-        ? await clients.custom.listNamespacedCustomObject({ group, version, namespace, plural })
-        : await clients.custom.listClusterCustomObject({ group, version, plural })) as { items: Workload[] };
+        ? await clients.custom.listNamespacedCustomObject({ ...resource, namespace })
+        : await clients.custom.listClusterCustomObject(resource)) as { items: Workload[] };
       // List items carry no kind; the sharder's keys want it.
       for (const item of result.items) Object.assign(item, { kind });
       return result;
@@ -57,7 +57,7 @@ export class WorkloadCache {
     const readable = () => (watch.deniedAnswers = 0);
     const source = new RestartingInformer<Workload>({
       config: clients.config,
-      path: resourcePath(apiVersion, plural, namespace),
+      path: resourcePath(apiVersionOfKind(kind), resource.plural, namespace),
       list,
       watchTimeoutMs,
       onListed: readable,

@@ -1,15 +1,14 @@
 // One Pulumi program per object: a Kubernetes provider and the object's component.
 import * as k8s from "@pulumi/kubernetes";
 import type { PulumiFn } from "@pulumi/pulumi/automation/index.js";
-import { describe } from "../../components/kinds.ts";
-import { ownerOf } from "../../components/metadata.ts";
+import { describe, kindOwner } from "../../components/kinds.ts";
 import type { Workload } from "../../crds/types.ts";
 
 /** The provider's identity of "the cluster this operator serves": it never changes. */
 export const clusterIdentifier = "appstack-object-cluster";
 
 export function programFor(object: Workload): PulumiFn {
-  const owner = ownerOf(object);
+  const owner = kindOwner(object);
   // A snapshot: the program must describe the spec this reconcile decided on, not a later one.
   const snapshot = JSON.parse(JSON.stringify(object)) as Workload;
   return () => {
@@ -24,6 +23,6 @@ export function programFor(object: Workload): PulumiFn {
     // more. The children always live in the cluster of their object, so one identifier holds.
     const provider = new k8s.Provider("cluster", { enableServerSideApply: true, clusterIdentifier, kubeconfig: "" });
     const component = describe(snapshot).component(owner, snapshot.spec, { provider });
-    return Promise.resolve({ deployment: component.deployment.metadata.name });
+    return Promise.resolve(component.deployment ? { deployment: component.deployment.metadata.name } : {});
   };
 }

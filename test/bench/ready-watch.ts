@@ -5,10 +5,9 @@
 import { makeInformer, type Informer, type ObjectCache } from "@kubernetes/client-node";
 import type { App } from "../../components/app.ts";
 import type { KubeClients } from "../../operator/kube/clients.ts";
-import { group, version } from "../../crds/types.ts";
-import { pluralOf } from "../../components/kinds.ts";
+import { resourceOf } from "../../components/kinds.ts";
 
-export const appsApi = { group, version, plural: pluralOf("App") } as const;
+export const appsApi = resourceOf("App");
 
 export function isReadyAt(app: App, generation: number): boolean {
   const ready = app.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;

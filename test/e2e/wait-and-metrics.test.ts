@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, test } from "node:test";
 import { CustomObjectsApi, DiscoveryV1Api, Watch, type V1Deployment } from "@kubernetes/client-node";
-import { group, reconcileRequestAnnotation, version, type Condition, type Workload } from "../../crds/types.ts";
+import { defaultGroup as group, reconcileRequestAnnotation, version, type Condition, type Workload } from "../../crds/types.ts";
 import type { App } from "../../components/app.ts";
 import { mergePatch } from "../../operator/kube/clients.ts";
 import { loadKubeConfig } from "../../toolchain/cluster/readiness.ts";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import yaml from "js-yaml";
-import { approveAnnotation, group, version, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
+import { approveAnnotation, type PreviewStatus, type Workload, type WorkloadKind } from "../../crds/types.ts";
 import { installApi } from "../../operator/kube/apply.ts";
 import { kubeClients, mergePatch } from "../../operator/kube/clients.ts";
 import { orphanedPlugins } from "../../operator/pulumi/orphans.ts";
@@ -18,7 +18,7 @@ import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { eventually, isNotFound } from "./cluster.ts";
 import { httpGet } from "./http.ts";
 import { ProcessTreeSampler } from "./proctree.ts";
-import { pluralOf } from "../../components/kinds.ts";
+import { apiVersionOfKind, resourceOf } from "../../components/kinds.ts";
 
 export interface OperatorProcess {
   readonly stateDir: string;
@@ -46,10 +46,10 @@ process.once("exit", () => {
 
 /**
  * `logDir`: where the operator's log goes, when not beside its state (a pod logs to its own stdout).
- * `preload`: modules the operator's Node.js loads first (`--import`). `hostname`: the host it and its engines see (a UTS namespace of its own, as a pod has; its
+ * `preload`: modules the operator's Node.js loads first (`--import`). `args`: the operator's flags (`--kinds DIR`). `hostname`: the host it and its engines see (a UTS namespace of its own, as a pod has; its
  * POD_NAME too), so that replicas on this machine take stack locks as replicas in pods do.
  */
-export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean; hostname?: string; preload?: readonly string[] } = {}): Promise<OperatorProcess> {
+export async function startOperatorProcess(kubeconfig: string, options: { stateDir?: string; logDir?: string; env?: Record<string, string>; installApi?: boolean; hostname?: string; preload?: readonly string[]; args?: readonly string[] } = {}): Promise<OperatorProcess> {
   if (options.installApi ?? true) await installApi(kubeClients(kubeconfig));
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "appstack-operator-"));
   const logFile = join(options.logDir ?? stateDir, `operator-${Date.now()}.log`);
@@ -58,7 +58,7 @@ export async function startOperatorProcess(kubeconfig: string, options: { stateD
   // `preload`: modules loaded before the operator's own (a kind of the tests registers itself:
   // test/helpers/greeter-kind.ts), after the SDK's trim, which main.ts would load first (preload.ts).
   const preload = options.preload?.length ? [pathToFileURL(join(repoRoot, "operator/cmd/preload.ts")).href, ...options.preload] : [];
-  const command = [process.execPath, ...preload.flatMap((module) => ["--import", module]), join(repoRoot, "operator/cmd/main.ts")];
+  const command = [process.execPath, ...preload.flatMap((module) => ["--import", module]), join(repoRoot, "operator/cmd/main.ts"), ...(options.args ?? [])];
   // unshare and sh exec what follows: the pid stays the operator's.
   const [file, ...args] = options.hostname ? ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', options.hostname, ...command] : command;
   const child = spawn(file!, args, {
@@ -122,16 +122,16 @@ export class Workloads {
 
   /** Creates the object; with `dryRun`, only validates it (a server-side dry run). */
   async create(object: { kind: WorkloadKind; metadata: { name: string; namespace: string }; spec: unknown }, options: { dryRun?: boolean } = {}): Promise<Workload> {
-    const body = { apiVersion: `${group}/${version}`, ...object };
-    return (await this.api.createNamespacedCustomObject({ group, version, plural: pluralOf(object.kind), namespace: object.metadata.namespace, body, ...(options.dryRun ? { dryRun: "All" } : {}) })) as Workload;
+    const body = { apiVersion: apiVersionOfKind(object.kind), ...object };
+    return (await this.api.createNamespacedCustomObject({ ...resourceOf(object.kind), namespace: object.metadata.namespace, body, ...(options.dryRun ? { dryRun: "All" } : {}) })) as Workload;
   }
 
   async get(kind: WorkloadKind, namespace: string, name: string): Promise<Workload> {
-    return (await this.api.getNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name })) as Workload;
+    return (await this.api.getNamespacedCustomObject({ ...resourceOf(kind), namespace, name })) as Workload;
   }
 
   async list(kind: WorkloadKind, namespace: string): Promise<Workload[]> {
-    return ((await this.api.listNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace })) as { items: Workload[] }).items;
+    return ((await this.api.listNamespacedCustomObject({ ...resourceOf(kind), namespace })) as { items: Workload[] }).items;
   }
 
   async mergeSpec(kind: WorkloadKind, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
@@ -140,16 +140,16 @@ export class Workloads {
 
   /** A JSON merge patch, as `kubectl patch --type=merge`: metadata and spec in one write. */
   async merge(kind: WorkloadKind, namespace: string, name: string, body: Record<string, unknown>): Promise<void> {
-    await this.api.patchNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name, body }, mergePatch);
+    await this.api.patchNamespacedCustomObject({ ...resourceOf(kind), namespace, name, body }, mergePatch);
   }
 
   /** What `kubectl scale` does: through the scale subresource. */
   async scale(kind: WorkloadKind, namespace: string, name: string, replicas: number): Promise<void> {
-    await this.api.patchNamespacedCustomObjectScale({ group, version, plural: pluralOf(kind), namespace, name, body: { spec: { replicas } } }, mergePatch);
+    await this.api.patchNamespacedCustomObjectScale({ ...resourceOf(kind), namespace, name, body: { spec: { replicas } } }, mergePatch);
   }
 
   async delete(kind: WorkloadKind, namespace: string, name: string): Promise<void> {
-    await this.api.deleteNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name });
+    await this.api.deleteNamespacedCustomObject({ ...resourceOf(kind), namespace, name });
   }
 
   /** Waits until the object's Ready condition is True for its current generation. */

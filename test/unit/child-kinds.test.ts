@@ -94,7 +94,7 @@ test("two kinds that declare one child kind's name differently are refused, nami
 
 test("a ConfigMap child is the provider's resource of its type, with its apiVersion and kind; the stack's state names it by that type", async () => {
   const component = greeterKind.component({ kind: "Greeter", name: "hello", namespace: "team-a", uid: "uid-hello" }, { image: "nginx:1.27", replicas: 2, greeting: "hi" }, {});
-  await registeredResource(component.deployment);
+  await registeredResource(component.deployment!);
   await new Promise((resolve) => setTimeout(resolve, 50));
   const configMap = registered.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.name === "hello");
   assert.ok(configMap, registered.map((r) => `${r.type}/${r.name}`).join(", "));

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { group, version } from "../../crds/types.ts";
+import { defaultGroup as group, version } from "../../crds/types.ts";
 import type { Logger } from "../../operator/base/log.ts";
 import { apiClient, type KubeClients } from "../../operator/kube/clients.ts";
 import { ChildObjectApi } from "../../operator/kube/child-apis.ts";

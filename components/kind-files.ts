@@ -1,0 +1,98 @@
+// Kinds from a folder of kind files (--kinds, APPSTACK_KINDS_DIR, appstack:kinds): every `*.ts` file
+// in it, each `export default defineKind({...})`, in erasable TypeScript that Node.js runs as it
+// is. They are loaded and registered (kinds.ts) before anything reads the kinds, so their CRDs,
+// RBAC, policies and watches are derived with App's and Memcached's.
+//
+// A kind file lives anywhere, outside this repository too, so `appstack/kinds` (authoring.ts) and
+// the Pulumi SDK are resolved for files of the folder as if imported from here: through this
+// package's own exports, to the running operator's copies. One SDK, or a kind's resources would
+// register with a runtime that runs no program.
+//
+// A file that fails (it does not load, its default export is no kind, its kind is refused) is
+// kept with its error: the operator logs it and serves every other kind; the install refuses to
+// render (kindFilesRefusal).
+import { readdirSync, readFileSync } from "node:fs";
+import { registerHooks } from "node:module";
+import { join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { registerKind } from "./kinds.ts";
+import { isDefinedKind } from "./workload.ts";
+
+/** A kind file that could not be loaded, and why. */
+export interface KindFileFailure {
+  readonly file: string;
+  readonly error: string;
+}
+
+/** What a folder gave: the kinds registered, and the files that failed. */
+export interface KindFolder {
+  readonly folder: string;
+  readonly kinds: readonly string[];
+  readonly failures: readonly KindFileFailure[];
+}
+
+/** The folders loaded, as file URLs ending in `/`: their files' imports are resolved from here. */
+const folders: string[] = [];
+const loaded: KindFolder[] = [];
+
+/** The specifiers a kind file takes from the operator: its public module and the Pulumi SDK. */
+const fromOperator = (specifier: string) => specifier === "appstack" || specifier.startsWith("appstack/") || specifier.startsWith("@pulumi/");
+
+function hookSpecifiers(): void {
+  if (folders.length > 0) return;
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      const parent = context.parentURL;
+      // Resolved here, as this module resolves it, through this package's exports.
+      if (parent && fromOperator(specifier) && folders.some((folder) => parent.startsWith(folder))) return { url: import.meta.resolve(specifier), shortCircuit: true };
+      return nextResolve(specifier, context);
+    },
+    // As an ES module in TypeScript, stripped by Node.js itself, whatever loader runs: under tsx
+    // (the install program) a `.ts` file outside a package of type module would be CommonJS, and
+    // the Pulumi language host compiles CommonJS TypeScript with ts-node and this repository's tsconfig.
+    load(url, context, nextLoad) {
+      if (folders.some((folder) => url.startsWith(folder)) && url.endsWith(".ts")) return { format: "module-typescript", source: readFileSync(fileURLToPath(url)), shortCircuit: true };
+      return nextLoad(url, context);
+    },
+  });
+}
+
+/** Loads and registers every kind file of `folder`; an unreadable folder is an error, a failing file is returned with its error. */
+export async function loadKindFolder(folder: string): Promise<KindFolder> {
+  const path = resolve(folder);
+  let files: string[];
+  try {
+    files = readdirSync(path).filter((name) => name.endsWith(".ts") && !name.endsWith(".d.ts")).sort();
+  } catch (error) {
+    throw new Error(`the kinds folder ${path} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
+  hookSpecifiers();
+  folders.push(pathToFileURL(path).href.replace(/\/?$/, "/"));
+  const kinds: string[] = [];
+  const failures: KindFileFailure[] = [];
+  for (const name of files) {
+    const file = join(path, name);
+    try {
+      const kind = ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
+      if (!isDefinedKind(kind)) throw new Error("its default export is not a kind: end it with `export default defineKind({...})`");
+      registerKind(kind);
+      kinds.push(kind.api.kind);
+    } catch (error) {
+      failures.push({ file, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  const result = { folder: path, kinds, failures };
+  loaded.push(result);
+  return result;
+}
+
+/** Every folder loaded in this process, with its kinds and failures: what the operator logs at start. */
+export function loadedKindFolders(): readonly KindFolder[] {
+  return loaded;
+}
+
+/** The error that refuses an install of a folder with a failing file, naming each file; undefined when none failed. */
+export function kindFilesRefusal(folder: KindFolder): Error | undefined {
+  if (folder.failures.length === 0) return undefined;
+  return new Error(`the kinds folder ${folder.folder}: ${folder.failures.map((failure) => `${failure.file} failed to load: ${failure.error}`).join("; ")}`);
+}
