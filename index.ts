@@ -34,6 +34,7 @@ const install = new AppstackInstall("appstack", {
   passphraseSecret: config.get("passphraseSecret") || undefined,
   objectMetrics: config.getBoolean("objectMetrics"),
   serviceMonitor: config.getBoolean("serviceMonitor"),
+  prometheusRule: config.getBoolean("prometheusRule"),
   metricsCertSecret: config.get("metricsCertSecret") || undefined,
   defaultServiceAccount: config.get("defaultServiceAccount") || undefined,
   networkPolicy: config.getBoolean("networkPolicy"),

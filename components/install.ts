@@ -9,6 +9,7 @@ import { AppstackCrds } from "./crds.ts";
 import { metricsAccess } from "./metrics-access.ts";
 import { operatorNetworkPolicy } from "./network-policy.ts";
 import { operatorRules } from "./operator-rules.ts";
+import { prometheusRule } from "./prometheus-rule.ts";
 
 export { operatorRules };
 
@@ -67,6 +68,12 @@ export interface AppstackInstallArgs {
    * Prometheus operator's CRDs in the cluster. Default false.
    */
   readonly serviceMonitor?: boolean;
+  /**
+   * A Prometheus operator PrometheusRule (monitoring.coreos.com/v1) with appstack's alerts
+   * (components/prometheus-rule.ts), each naming its entry in the on-call runbook. They read the
+   * series as the ServiceMonitor labels them. Needs the Prometheus operator's CRDs. Default false.
+   */
+  readonly prometheusRule?: boolean;
   /**
    * A kubernetes.io/tls Secret in the operator's namespace (tls.crt, tls.key; ca.crt for the
    * ServiceMonitor to verify it) for the metrics server, mounted read-only and named by
@@ -310,9 +317,10 @@ function metricsMonitoring(name: string, meta: Meta, podLabels: Record<string, s
   }, { parent, dependsOn: [service] });
 }
 
-/** What the install makes only when asked: the metrics Service and its ServiceMonitor, the operator's NetworkPolicy. */
+/** What the install makes only when asked: the metrics Service and its ServiceMonitor, the alerts, the operator's NetworkPolicy. */
 function optionalParts(name: string, args: AppstackInstallArgs, meta: Meta, podLabels: Record<string, string>, parent: pulumi.Resource): void {
   if (args.serviceMonitor) metricsMonitoring(name, meta, podLabels, args.metricsCertSecret, parent);
+  if (args.prometheusRule) prometheusRule(name, meta, args.namespace ?? "appstack-system", parent);
   if (args.networkPolicy) operatorNetworkPolicy(name, meta, { podLabels, ingressPorts: [healthPort, metricsPort], backendUrl: args.backendUrl, backendSecret: !!args.backendSecret }, parent);
 }
 

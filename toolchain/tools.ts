@@ -94,6 +94,16 @@ export const nodeTools: readonly Tool[] = [
   { binary: "coredns", moduleDir: "coredns", goPackage: ".", pinnedModule: "github.com/coredns/coredns" },
 ];
 
+/**
+ * Built for one test only, on its first run (test/helpers/rule-check.ts), not by `npm run toolchain`
+ * nor for `npm start`: Prometheus's rule-file and PromQL parsers, to check the alerts the install
+ * ships (test/unit/prometheus-rule.test.ts). A main of ours on those two packages, not promtool,
+ * whose build compiles several times as many packages (docs/development/toolchain.md).
+ */
+export const testTools: readonly Tool[] = [
+  { binary: "rule-check", moduleDir: "rule-check", goPackage: ".", pinnedModule: "github.com/prometheus/prometheus" },
+];
+
 /** What upstream's release build stamps: without it the API server's /version says v0.0.0-master. */
 function kubeVersionFlags(version: string): string[] {
   const [major, minor] = version.slice(1).split(".");
@@ -118,7 +128,7 @@ export const oldestControlPlaneTools: readonly Tool[] = ["kube-apiserver", "kube
  */
 export const pulumiTools: readonly ToolName[] = ["pulumi", "pulumi-language-nodejs", "pulumi-resource-kubernetes"];
 
-export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus" | NodeToolName;
+export type ToolName = "pulumi" | "pulumi-language-nodejs" | "pulumi-resource-kubernetes" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubectl" | "etcd" | "kwok" | "kstatus" | NodeToolName | "rule-check";
 export type NodeToolName = "kubelet" | "kube-proxy" | "pause" | "local-path-provisioner" | "coredns";
 
 export function cacheRoot(): string {
@@ -215,7 +225,7 @@ export function toolCacheDir(tool: Tool): string {
 }
 
 export function toolByName(name: ToolName): Tool {
-  const tool = [...tools, ...nodeTools].find((t) => t.binary === name);
+  const tool = [...tools, ...nodeTools, ...testTools].find((t) => t.binary === name);
   if (!tool) throw new Error(`unknown tool ${name}`);
   return tool;
 }

@@ -25,6 +25,7 @@ export const manifestsUsage = `usage: appstack manifests --passphrase-secret NAM
   --namespace NS  --image IMAGE  --replicas N  --watch-namespaces NS,NS  --parallelism N
   --storage-size SIZE  --pod-start-timeout-seconds N  --object-metrics true|false
   --service-monitor true|false  a metrics Service and a Prometheus operator ServiceMonitor (its CRD must exist)
+  --prometheus-rule true|false  a Prometheus operator PrometheusRule with appstack's alerts (its CRD must exist; docs/runbook.md)
   --metrics-cert-secret NAME   a kubernetes.io/tls Secret there for the HTTPS metrics server (default: self-signed, made at start)
   --network-policy true|false   a NetworkPolicy for the operator's pods: egress to DNS, the API server and the database, ingress to /metrics
   --default-service-account NAME  tenant identities: children written as each object's ServiceAccount (docs/security.md)
@@ -50,6 +51,7 @@ export const manifestsOptions = {
   "pod-start-timeout-seconds": "podStartTimeoutSeconds",
   "object-metrics": "objectMetrics",
   "service-monitor": "serviceMonitor",
+  "prometheus-rule": "prometheusRule",
   "metrics-cert-secret": "metricsCertSecret",
   "network-policy": "networkPolicy",
   "default-service-account": "defaultServiceAccount",
@@ -63,7 +65,7 @@ export const manifestsFlags = {
 } as const;
 
 /** The order kubectl must meet them in: a namespace before what lives in it, a CRD before its objects. */
-const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "NetworkPolicy", "ServiceMonitor"];
+const kindOrder = ["CustomResourceDefinition", "Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PersistentVolumeClaim", "Service", "Deployment", "NetworkPolicy", "ServiceMonitor", "PrometheusRule"];
 
 /** What the command does besides parsing and writing: a test observes the one and stands in for the other. */
 export interface ManifestsSteps {

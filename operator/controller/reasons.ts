@@ -17,7 +17,7 @@ export interface ReasonEntry {
   readonly todo: string;
 }
 
-const podStart = "[Pods that cannot start](operate.md#pods-that-cannot-start)";
+const podStart = "[Pods that cannot start](runbook.md#pods-that-cannot-start)";
 const podStartBound = "Reconciling until the trouble has lasted `APPSTACK_POD_START_TIMEOUT_SECONDS` ([Configuration](configuration.md)), Stalled from then on";
 
 /**
@@ -86,7 +86,7 @@ export const conditionReasons = {
   StackLocked: {
     phases: ["progressing"],
     when: "another engine holds the stack's lock and is not proven gone: a previous leader's pod that still runs, or a person's `appstack pulumi`; the message names its host, pid, since when and why the lock stays",
-    todo: "usually wait; see [StackLocked](operate.md#stacklocked)",
+    todo: "usually wait; see [StackLocked](runbook.md#stacklocked)",
   },
   DependencyNotReady: {
     phases: ["progressing"],
@@ -111,16 +111,16 @@ export const conditionReasons = {
     when: "a Pulumi operation, or a call to the state folder, passed its deadline (`APPSTACK_OPERATION_TIMEOUT_SECONDS`) and was stopped; the message names what hung",
     todo: "find what hung (a state volume, a backend, an API server); raise the deadline if the operation is only slow ([Configuration](configuration.md))",
   },
-  StateUnwritable: { phases: ["stalled"], when: "the state folder is full or read-only, in the file system's own words", todo: "free space on, or remount, the state volume ([The state on the file backend](operate.md#the-state-on-the-file-backend))" },
+  StateUnwritable: { phases: ["stalled"], when: "the state folder is full or read-only, in the file system's own words", todo: "free space on, or remount, the state volume ([StateUnwritable](runbook.md#stateunwritable))" },
   ResourceConflict: {
     phases: ["stalled"],
     when: "a child's name is taken by an object appstack did not create for this one; nothing is written. Retried with backoff until it is gone",
-    todo: "delete or rename the other object, or rename this one ([ResourceConflict](operate.md#resourceconflict))",
+    todo: "delete or rename the other object, or rename this one ([ResourceConflict](runbook.md#resourceconflict))",
   },
   Forbidden: {
     phases: ["stalled"],
     when: "the API server refused a request with 403, in its words: with [tenant identities](#tenant-identities), the object's ServiceAccount may not write a child; otherwise the operator's own rights lack it. Retried with backoff",
-    todo: "grant the right to the ServiceAccount in its namespace, or to the operator ([Forbidden](operate.md#forbidden))",
+    todo: "grant the right to the ServiceAccount in its namespace, or to the operator ([Forbidden](runbook.md#forbidden))",
   },
   ReconcileFailed: { phases: ["stalled"], when: "any other error, such as an API request refused or an API server out of reach; the message starts with its reason. Retried with backoff", todo: "read the message and the operator's log" },
   ProgressDeadlineExceeded: { phases: ["stalled"], from: "the Deployment", when: "the Deployment's progress deadline passed, in its words", todo: `look at the pods (\`kubectl describe\`) (${podStart})` },
@@ -134,7 +134,7 @@ export const conditionReasons = {
   DestroyFailed: {
     phases: ["stalled"],
     when: "a deleted object's `pulumi destroy` failed; the message is the engine's. Retried with backoff",
-    todo: "fix what the message names ([Deletion](#deletion), [A stuck finalizer](operate.md#a-stuck-finalizer))",
+    todo: "fix what the message names ([Deletion](#deletion), [A stuck finalizer](runbook.md#a-stuck-finalizer))",
   },
   UndeclaredChildKind: {
     phases: ["stalled"],

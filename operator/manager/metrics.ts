@@ -5,6 +5,7 @@ import type { HandlerResult } from "../controller/queue.ts";
 import type { OperationObserver } from "../pulumi/deadline-runner.ts";
 import { buildVersion } from "./build-info.ts";
 import { ObjectMetrics } from "./object-metrics.ts";
+import { countStalled, type StalledObject } from "./stalled-objects.ts";
 
 const durationBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -25,9 +26,10 @@ export class OperatorMetrics {
 
   /**
    * `namespaces`: each watched namespace (none when all are watched) and whether it is unreadable now.
-   * `objectMetrics`: the series per object too (APPSTACK_OBJECT_METRICS).
+   * `objectMetrics`: the series per object too (APPSTACK_OBJECT_METRICS). `stalled`: the objects of
+   * this replica's caches that are Stalled now (stalled-objects.ts).
    */
-  constructor(queue: () => { depth: number; active: number }, namespaces: () => ReadonlyMap<string, boolean> = () => new Map(), { objectMetrics = false }: { objectMetrics?: boolean } = {}) {
+  constructor(queue: () => { depth: number; active: number }, namespaces: () => ReadonlyMap<string, boolean> = () => new Map(), { objectMetrics = false, stalled = () => [] }: { objectMetrics?: boolean; stalled?: () => readonly StalledObject[] } = {}) {
     if (objectMetrics) this.objects = new ObjectMetrics(this.registry);
     const depth = () => queue();
     new Gauge({ name: "appstack_queue_depth", help: "Objects waiting to be reconciled.", registers: [this.registry], collect() { this.set(depth().depth); } });
@@ -40,6 +42,16 @@ export class OperatorMetrics {
       collect() {
         this.reset();
         for (const [namespace, unavailable] of namespaces()) this.set({ namespace }, unavailable ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "appstack_stalled_objects",
+      help: "Objects whose Stalled condition is True now, by kind and reason, as this replica's watch caches hold them (the leader's; sharded, each replica's own share): each waits for a person (docs/runbook.md).",
+      labelNames: ["kind", "reason"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { labels, count } of countStalled(stalled())) this.set({ ...labels }, count);
       },
     });
     new Gauge({ name: "appstack_build_info", help: "Always 1; its labels say which build runs: the operator's version (the image's APPSTACK_VERSION build argument, which `npx appstack image` sets to the image's tag; else package.json's) and Node.js's.", labelNames: ["version", "node_version"], registers: [this.registry] })

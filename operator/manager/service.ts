@@ -11,6 +11,7 @@ import { briefError, kubeClients } from "../kube/clients.ts";
 import { defaultLeaseTiming, LeaderElector, leaseApi } from "./leader.ts";
 import type { Logger } from "../base/log.ts";
 import { OperatorMetrics } from "./metrics.ts";
+import { stalledObjects } from "./stalled-objects.ts";
 import { MetricsAuthorizer } from "./metrics-auth.ts";
 import { apiServerReviews } from "./metrics-reviews.ts";
 import { startMetricsServer } from "./metrics-server.ts";
@@ -60,7 +61,13 @@ export async function startService(config: OperatorConfig, binaries: EngineBinar
   // The replica's operator is made after the metrics, which read it.
   const started: { replica?: Replica } = {};
   const running = () => started.replica?.operator();
-  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map(), { objectMetrics: config.objectMetrics });
+  const metrics = new OperatorMetrics(() => ({ depth: running()?.queue.depth ?? 0, active: running()?.queue.active ?? 0 }), () => running()?.watcher.namespaceStates() ?? new Map(), {
+    objectMetrics: config.objectMetrics,
+    stalled: () => {
+      const watcher = running()?.watcher;
+      return watcher ? stalledObjects(watcher) : [];
+    },
+  });
   // Liveness first: a start-up step that waits on the network (the sweep, on a slow database) must
   // not let the kubelet kill the pod, which would then never get past it. Ready only once started.
   // A state database whose certificate is not verified works: said at start and in /readyz, which it keeps ready.

@@ -12,7 +12,8 @@ import { stackName } from "../../operator/pulumi/stack-names.ts";
 import { eventually, eventWithReason as eventWithReasonOf, isNotFound, useCluster } from "../helpers/cluster.ts";
 import { kstatus } from "../helpers/kstatus.ts";
 import { argoHealth } from "../helpers/argocd-health.ts";
-import { disposeOperator, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
+import { httpGet } from "../helpers/http.ts";
+import { disposeOperator, metricValue, startOperatorProcess, watchOperator, Workloads, type OperatorProcess } from "../helpers/operator.ts";
 
 let operator: OperatorProcess | undefined;
 let workloads: Workloads;
@@ -233,14 +234,18 @@ async function refusedByPodSecurity(namespace: string, name: string): Promise<vo
   await eventWithReason(namespace, name, "FailedCreate");
 }
 
-test("pods Pod Security refuses: Stalled FailedCreate within a minute in the API server's words, read Failed by kstatus; podSecurity Restricted makes the App Ready there", async () => {
+test("pods Pod Security refuses: Stalled FailedCreate within a minute in the API server's words, read Failed by kstatus, counted by appstack_stalled_objects; podSecurity Restricted makes the App Ready there", async () => {
   await cluster().core.createNamespace({ body: { metadata: { name: "hardened", labels: { "pod-security.kubernetes.io/enforce": "restricted" } } } });
   await workloads.create(app("rooted", "hardened", { image: "nginx:1.27", replicas: 2 }));
   await refusedByPodSecurity("hardened", "rooted");
+  // The operator's /metrics counts it among the objects Stalled now (what the shipped alert AppstackObjectStalled reads), and stops once it is fixed.
+  const stalledNow = async () => metricValue((await httpGet(`http://127.0.0.1:${operator!.healthPort}/metrics`)).body, "appstack_stalled_objects", { kind: "App", reason: "FailedCreate" });
+  await eventually("appstack_stalled_objects to count the App", async () => ((await stalledNow()) === 1 ? true : undefined));
   // The fix a person makes: the pods meet restricted (kwok's nodes run any image as any user).
   await workloads.mergeSpec("App", "hardened", "rooted", { podSecurity: { profile: "Restricted", runAsUser: 10001 } });
   const ready = await workloads.ready("App", "hardened", "rooted");
   assert.equal(kstatus(ready).status, "Current");
+  await eventually("appstack_stalled_objects to drop the App", async () => ((await stalledNow()) === undefined ? true : undefined));
   const pods = await podsOf("hardened", { "app.kubernetes.io/instance": "rooted" });
   assert.equal(pods.length, 2);
   for (const { spec } of pods) assert.deepEqual([spec!.securityContext!.runAsNonRoot, spec!.containers[0]!.securityContext!.allowPrivilegeEscalation], [true, false]);

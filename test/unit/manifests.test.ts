@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import yaml from "js-yaml";
+import { ruleGroups } from "../../components/prometheus-rule.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { installReaderRole } from "../helpers/metrics-reader.ts";
 
@@ -67,14 +68,14 @@ test("a rendered install holds every object of the install in the order kubectl 
   const authBinding = objects.find((object) => object.kind === "ClusterRoleBinding" && object.metadata.name === "appstack-operator-appstack-metrics-auth") as unknown as { subjects: { name: string; namespace: string }[] };
   assert.deepEqual(authBinding.subjects.map((subject) => `${subject.namespace}/${subject.name}`), ["appstack-system/appstack-operator"]);
   assert.deepEqual(role(installReaderRole)?.rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
-  assert.ok(!objects.some((object) => object.kind === "Service" || object.kind === "ServiceMonitor"), names.join(", "));
+  assert.ok(!objects.some((object) => object.kind === "Service" || object.kind === "ServiceMonitor" || object.kind === "PrometheusRule"), names.join(", "));
   // Nothing left: no stack configuration beside the program, no temporary folder.
   assert.ok(!existsSync(join(repoRoot, "Pulumi.manifests.yaml")));
   assert.deepEqual(leftovers(), before);
 });
 
-test("with a database: the URL from the user's Secret, no state volume, replicas rolling; with --service-monitor a metrics Service and a ServiceMonitor that scrapes every replica; with --network-policy the operator's NetworkPolicy; bad options refused before anything is rendered", () => {
-  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true", "--default-service-account", "appstack-tenant", "--network-policy", "true");
+test("with a database: the URL from the user's Secret, no state volume, replicas rolling; with --service-monitor a metrics Service and a ServiceMonitor that scrapes every replica; with --network-policy the operator's NetworkPolicy; with --prometheus-rule the alerts; bad options refused before anything is rendered", () => {
+  const rendered = manifests("--passphrase-secret", "creds", "--backend-secret", "db", "--replicas", "2", "--service-monitor", "true", "--object-metrics", "true", "--default-service-account", "appstack-tenant", "--network-policy", "true", "--prometheus-rule", "true");
   assert.equal(rendered.status, 0, rendered.stderr);
   const objects = yaml.loadAll(rendered.stdout) as Manifest[];
   assert.ok(!objects.some((object) => object.kind === "PersistentVolumeClaim" || object.kind === "Secret"));
@@ -109,8 +110,12 @@ test("with a database: the URL from the user's Secret, no state volume, replicas
   assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", scheme: "https", bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token", tlsConfig: { insecureSkipVerify: true } }]);
   // No other Service of the install carries the label the ServiceMonitor selects.
   assert.equal(objects.filter((object) => object.kind === "Service").length, 1);
-  // The Service after the namespace, the ServiceMonitor (whose CRD the Prometheus operator brings) last.
-  assert.equal(objects.at(-1)?.kind, "ServiceMonitor");
+  // The Service after the namespace, the ServiceMonitor and the PrometheusRule (whose CRDs the Prometheus operator brings) last.
+  assert.deepEqual(objects.slice(-2).map((object) => object.kind), ["ServiceMonitor", "PrometheusRule"]);
+  // The alerts, for this install's namespace, as components/prometheus-rule.ts has them (test/unit/prometheus-rule.test.ts checks the rules).
+  const alerts = objects.at(-1)!;
+  assert.deepEqual([alerts.apiVersion, alerts.metadata.namespace, alerts.metadata.name], ["monitoring.coreos.com/v1", "appstack-system", "appstack-operator-alerts"]);
+  assert.deepEqual(alerts.spec, ruleGroups("appstack-system"));
   // The NetworkPolicy selects the operator's pods; a database behind a Secret is let out on PostgreSQL's port.
   const policy = objects.find((object) => object.kind === "NetworkPolicy") as Manifest & { spec: { podSelector: { matchLabels: Record<string, string> }; egress: { ports: { port: number }[] }[] } };
   assert.deepEqual(policy.spec.podSelector.matchLabels, podLabels);

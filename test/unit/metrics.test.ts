@@ -8,6 +8,8 @@ import { ReportedFailure } from "../../operator/controller/errors.ts";
 import type { HandlerResult } from "../../operator/controller/queue.ts";
 import { buildVersion } from "../../operator/manager/build-info.ts";
 import { OperatorMetrics } from "../../operator/manager/metrics.ts";
+import { stalledObjects } from "../../operator/manager/stalled-objects.ts";
+import type { Workload } from "../../crds/types.ts";
 import { repoRoot } from "../../toolchain/tools.ts";
 import { metricValue } from "../helpers/operator.ts";
 
@@ -121,4 +123,28 @@ test("per object: an object gone from the caches (deleted, or moved to another r
   // Created again under the same name: counted afresh.
   await reconcileWith(metrics, "App/default/web", [["up", { create: 4 }]]);
   assert.equal(metricValue(await metrics.registry.metrics(), "appstack_object_resources_total", { name: "web", operation: "up", change: "created" }), 4);
+});
+
+// appstack_stalled_objects: the objects of the caches whose Stalled condition is True, by kind and
+// reason, read at each scrape; what the shipped alert AppstackObjectStalled reads.
+test("appstack_stalled_objects counts the cached objects Stalled now, by kind and reason, and none that are not", async () => {
+  const condition = (type: string, status: string, reason: string) => ({ type, status, reason, message: "", lastTransitionTime: "2026-11-28T00:00:00Z" });
+  const objects: Record<string, Workload> = {
+    "App/a/web": { kind: "App", metadata: { name: "web", namespace: "a" }, spec: { image: "nginx" }, status: { conditions: [condition("Ready", "False", "ResourceConflict"), condition("Stalled", "True", "ResourceConflict")] } },
+    "App/b/web": { kind: "App", metadata: { name: "web", namespace: "b" }, spec: { image: "nginx" }, status: { conditions: [condition("Stalled", "True", "ResourceConflict")] } },
+    "Memcached/a/cache": { kind: "Memcached", metadata: { name: "cache", namespace: "a" }, spec: {}, status: { conditions: [condition("Stalled", "True", "StackUpdateFailed")] } },
+    "App/a/fine": { kind: "App", metadata: { name: "fine", namespace: "a" }, spec: { image: "nginx" }, status: { conditions: [condition("Ready", "True", "Available"), condition("Stalled", "False", "Available")] } },
+    "App/a/new": { kind: "App", metadata: { name: "new", namespace: "a" }, spec: { image: "nginx" } },
+  } as unknown as Record<string, Workload>;
+  const cache = { keys: () => Object.keys(objects), workload: (kind: string, namespace: string, name: string) => objects[`${kind}/${namespace}/${name}`] };
+  let cached: typeof cache | undefined = cache;
+  const metrics = new OperatorMetrics(() => ({ depth: 0, active: 0 }), undefined, { stalled: () => (cached ? stalledObjects(cached) : []) });
+  const series = async () => (await metrics.registry.metrics()).split("\n").filter((line) => line.startsWith("appstack_stalled_objects{"));
+  assert.deepEqual((await series()).sort(), [
+    'appstack_stalled_objects{kind="App",reason="ResourceConflict"} 2',
+    'appstack_stalled_objects{kind="Memcached",reason="StackUpdateFailed"} 1',
+  ]);
+  // No operator running (a standby): no series at all, not the last ones seen.
+  cached = undefined;
+  assert.deepEqual(await series(), []);
 });

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { createClusterPki } from "../../toolchain/cluster/pki.ts";
 import { cniConfig } from "../../toolchain/cluster/node-network.ts";
-import { buildInputs, kubernetesProviderVersion, nodeTools, oldestControlPlaneTools, patchFiles, patchModuleDir, patchSubjects, pinnedVersion, repoRoot, toolByName, toolCacheDir, toolchainDir, tools } from "../../toolchain/tools.ts";
+import { buildInputs, kubernetesProviderVersion, nodeTools, oldestControlPlaneTools, patchFiles, patchModuleDir, patchSubjects, pinnedVersion, repoRoot, testTools, toolByName, toolCacheDir, toolchainDir, tools } from "../../toolchain/tools.ts";
 
 const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
   packages: Record<string, { version: string }>;
@@ -66,6 +66,14 @@ test("the oldest supported control plane is Kubernetes 1.30, in cache folders of
     assert.notEqual(toolCacheDir(tool), toolCacheDir(toolByName(tool.binary as "kube-apiserver")));
   }
   assert.deepEqual(tools.filter((tool) => oldestControlPlaneTools.includes(tool)), []);
+});
+
+test("the rule checker is built for its test alone: neither `npm run toolchain` nor a real node builds it, and a change to its main rebuilds it", () => {
+  const tool = toolByName("rule-check");
+  assert.deepEqual(testTools, [tool]);
+  assert.deepEqual([...tools, ...nodeTools].filter((other) => other.moduleDir === tool.moduleDir), []);
+  assert.match(pinnedVersion(tool), /^v0\.\d+\.\d+$/);
+  assert.ok(buildInputs(tool).includes(join(toolchainDir, "rule-check", "main.go")));
 });
 
 test("a real node's API server certificate also names the node's bridge address", () => {
