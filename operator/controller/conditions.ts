@@ -17,6 +17,11 @@ export type Phase =
 
 type Desired = Pick<Condition, "type" | "status" | "reason" | "message">;
 
+/** Whether `phase` says Ready=True: Ready itself, or suspended with its children current. */
+export function isReadyPhase(phase: Phase): boolean {
+  return phase.kind === "ready" || (phase.kind === "suspended" && phase.current);
+}
+
 /** The reason of each phase that has one of its own. */
 const phaseReasons = { ready: "Available", awaiting: "AwaitingApproval", suspended: "Suspended", deleting: "Deleting" } as const satisfies { [P in "ready" | "awaiting" | "suspended" | "deleting"]: ReasonOf<P> };
 

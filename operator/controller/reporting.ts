@@ -8,7 +8,7 @@ import { childManifests, podSelector } from "../../components/kinds.ts";
 import { selectorString } from "../../components/metadata.ts";
 import type { PreviewStatus, StackStatus, Workload, WorkloadStatus } from "../../crds/types.ts";
 import { isControlledBy, type Children, type Observed } from "./children.ts";
-import type { Phase } from "./conditions.ts";
+import { isReadyPhase, type Phase } from "./conditions.ts";
 import { describeDrift } from "./drift.ts";
 import { errorReason, isStateUnwritable, ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
@@ -244,7 +244,7 @@ export class Reporter {
 
   /** `phase`, held back from Ready until the object's Services route to its ready pods (service-endpoints.ts). */
   private served(object: Workload, phase: Phase, pods: readonly V1Pod[]): { phase: Phase; recheckInMs?: number } {
-    if (phase.kind !== "ready" && !(phase.kind === "suspended" && phase.current)) return { phase };
+    if (!isReadyPhase(phase)) return { phase };
     const { namespace } = object.metadata;
     const { watcher, proxySyncMs } = this.deps;
     const services = childManifests(object)

@@ -6,7 +6,7 @@
 // only once every Service of the object lists each ready pod it selects as a ready endpoint, and
 // has listed the same ready pods for that period (`proxySyncMs`).
 import type { KubernetesObject, V1EndpointSlice, V1Pod, V1Service } from "@kubernetes/client-node";
-import type { Phase } from "./conditions.ts";
+import { isReadyPhase, type Phase } from "./conditions.ts";
 
 /** The label the EndpointSlice controller puts on each slice of a Service. */
 export const serviceNameLabel = "kubernetes.io/service-name";
@@ -80,8 +80,7 @@ export interface ServiceRouting {
  * A Service without a selector has its endpoints written by hand, and is not waited for.
  */
 export function withServiceEndpoints(phase: Phase, pods: readonly V1Pod[], routing: ServiceRouting, now = Date.now()): { phase: Phase; recheckInMs?: number } {
-  const readyNow = phase.kind === "ready" || (phase.kind === "suspended" && phase.current);
-  const pending = readyNow ? routingPending(pods, routing, now) : undefined;
+  const pending = isReadyPhase(phase) ? routingPending(pods, routing, now) : undefined;
   if (!pending) return { phase };
   const held: Phase = phase.kind === "suspended" ? { kind: "suspended", current: false, message: `${phase.message}; ${pending.message}` } : { kind: "progressing", reason: "EndpointsPending", message: pending.message };
   return pending.recheckInMs === undefined ? { phase: held } : { phase: held, recheckInMs: pending.recheckInMs };
