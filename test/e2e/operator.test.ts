@@ -301,12 +301,22 @@ test("deleting a namespace runs the finalizers of its objects and does not hang"
   assert.ok(!existsSync(stackFile(stackName("App", "doomed", "short-lived"))));
 });
 
-/** Every file below `dir`, as text. */
+/**
+ * Every file below `dir`, as text. The operator is still at work while this reads (lock files,
+ * backups and stack files come and go), so a file gone between the listing and its read is
+ * skipped: it can hold nothing any more.
+ */
 function filesBelow(dir: string): { path: string; text: string }[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" })
     .map((relative) => join(dir, relative))
-    .filter((path) => statSync(path).isFile())
-    .map((path) => ({ path, text: readFileSync(path).toString("latin1") }));
+    .flatMap((path) => {
+      try {
+        return statSync(path).isFile() ? [{ path, text: readFileSync(path).toString("latin1") }] : [];
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+        throw error;
+      }
+    });
 }
 
 test("the passphrase appears in no log, status, Event or state file", async () => {
