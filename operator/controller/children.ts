@@ -25,7 +25,7 @@ export type ChildState =
 
 export interface Observed {
   readonly children: readonly ChildState[];
-  /** The object's own Deployment; never another object's. */
+  /** The object's own Deployment (the first its kind makes), while it exists; never another object's. */
   readonly deployment?: V1Deployment;
   /** Children of the same name that this object did not create. */
   readonly conflicts: readonly ChildState[];
@@ -52,7 +52,8 @@ export function judge(object: Workload, child: ChildManifest, live: KubernetesOb
 }
 
 export function summarize(children: readonly ChildState[]): Observed {
-  const deployment = children.find((c) => c.child.kind === "Deployment" && c.state === "owned");
+  // The first a kind makes, whose pods are the object's: while it is missing, another is not taken for it.
+  const deployment = children.find((c) => c.child.kind === "Deployment");
   return {
     children,
     deployment: deployment?.state === "owned" ? deployment.live : undefined,

@@ -15,6 +15,9 @@ export type Phase =
   | { kind: "suspended"; current: boolean; message: string }
   | { kind: "deleting"; message: string };
 
+/** What the children say (child-readiness.ts): current, under way, or unable to go on without a change. */
+export type ChildPhase = Extract<Phase, { kind: "ready" | "progressing" | "stalled" }>;
+
 type Desired = Pick<Condition, "type" | "status" | "reason" | "message">;
 
 /** Whether `phase` says Ready=True: Ready itself, or suspended with its children current. */

@@ -54,17 +54,17 @@ const fromPods = fromThePods(podWaiting);
 export const conditionReasons = {
   Available: {
     phases: ["ready"],
-    when: "the spec is applied, every field appstack sets on the live children matches it, nobody else added to their spec, the rollout is complete (after a scale-down, once the extra pods are gone), and each of its Services routes to every ready pod",
+    when: "the spec is applied, every field appstack sets on the live children matches it, nobody else added to their spec, the rollout is complete (after a scale-down, once the extra pods are gone), every other child is Current as kstatus reads it, and each of its Services routes to every ready pod",
     todo: "nothing",
   },
   Applying: { phases: ["progressing"], when: "`pulumi up` runs: a new object, a changed spec, an approved plan, or a new version of the operator's program", todo: "wait; the message says what is applied" },
   RepairingDrift: { phases: ["progressing"], when: "`pulumi up` puts back what someone changed on the children; the message names the fields", todo: `nothing; if it comes back, find who edits the children ([Drift](drift-and-ownership.md#imperative-edits))` },
   DriftDetected: { phases: ["progressing"], when: "the children changed while or right after they were applied; repaired at the next attempt", todo: "nothing; if it comes back, something fights appstack over the children ([Drift](drift-and-ownership.md#ownership))" },
-  Creating: { phases: ["progressing"], when: "the Deployment does not exist yet (for a kind without one: a child; the message names it)", todo: "wait" },
+  Creating: { phases: ["progressing"], when: "the Deployment, or another child, does not exist yet; the message names it", todo: "wait" },
   ChildProgressing: {
     phases: ["progressing"],
-    when: "for a kind whose children include no Deployment: a child's `status.observedGeneration` is behind its `metadata.generation`, as kstatus reads any kind; the message names the child",
-    todo: "wait; if it stays, look at the child's controller",
+    when: "a child other than the object's Deployment is not Current as kstatus reads it: InProgress (its controller has not observed its newest spec, a StatefulSet's or a DaemonSet's pods are not all ready and updated, a PersistentVolumeClaim is not Bound, a Job has not started, a custom resource says Reconciling=True or Ready=False), Terminating (being deleted), or Unknown (its status cannot be read); the message names the child and gives kstatus's words",
+    todo: "wait; if it stays, look at the child (`kubectl describe`) and its controller ([Children that are not current](runbook.md#children-that-are-not-current))",
   },
   RollingOut: {
     phases: ["progressing"],
@@ -129,6 +129,11 @@ export const conditionReasons = {
     from: "the Deployment",
     when: "the API server refuses the pods (Pod Security admission, a ResourceQuota, a LimitRange, a webhook): the Deployment's ReplicaFailure condition, in the API server's words, as soon as the Deployment says so",
     todo: `change the spec, or the policy that refuses it ([Pod Security](#pod-security), ${podStart})`,
+  },
+  ChildFailed: {
+    phases: ["stalled"],
+    when: "a child other than the object's Deployment is Failed as kstatus reads it: a Job that failed, a Pod whose containers crash-loop or that no node fits, a custom resource that says Stalled=True, a Deployment past its progress deadline; the message names the child and gives kstatus's words. Ready again once the child is current",
+    todo: "look at the child (`kubectl describe`) and its controller, and change what it names: the spec, or what the child depends on ([Children that are not current](runbook.md#children-that-are-not-current))",
   },
   DeploymentPaused: { phases: ["stalled"], when: "the Deployment is paused (`spec.paused`) and no repair is under way; a pause is drift, undone by the next repair", todo: "`kubectl rollout resume`, or ask for a reconcile ([Reconcile now](#reconcile-now))" },
   DestroyFailed: {

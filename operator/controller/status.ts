@@ -1,34 +1,13 @@
 // Status: what the live Deployment and pods say, with the conditions of the current phase and the
 // stack report, written through the status subresource only when something in it changed.
-import type { KubernetesObject, V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client-node";
+import type { V1Deployment, V1DeploymentStatus, V1Pod } from "@kubernetes/client-node";
 import { describe } from "../../components/kinds.ts";
 import { historyMessageLimit, statusHistoryLimit, type PreviewStatus, type StackOperation, type StackStatus, type Workload, type WorkloadStatus } from "../../crds/types.ts";
-import type { Observed } from "./children.ts";
-import { conditionsFor, type Phase } from "./conditions.ts";
+import { conditionsFor, type ChildPhase, type Phase } from "./conditions.ts";
 import { type FailingSince, podTrouble } from "./pod-trouble.ts";
 import { decodeApplied } from "./drift.ts";
 import { keyOf, patchWorkload, type KubeClients } from "../kube/clients.ts";
 import { canonicalJson } from "../base/canonical-json.ts";
-
-/**
- * What the children say: the Deployment's rollout for a kind that makes one. A kind that makes none
- * (a ConfigMap and a Job, say) is read as kstatus reads a kind it knows nothing special of: Ready
- * once every child exists and, where its status reports an observedGeneration, has observed its
- * newest spec. A Job's completion, a StatefulSet's rollout and the like are not read.
- */
-export function childrenPhase(object: Workload, observed: Pick<Observed, "children" | "deployment">): Phase {
-  if (observed.children.some(({ child }) => child.kind === "Deployment")) return rolloutPhase(object, observed.deployment);
-  for (const state of observed.children) {
-    const label = `${state.child.kind} ${state.child.name}`;
-    if (state.state !== "owned") return { kind: "progressing", reason: "Creating", message: `the ${label} does not exist yet` };
-    const { metadata, status } = state.live as KubernetesObject & { status?: { observedGeneration?: unknown } };
-    const observedGeneration = status?.observedGeneration;
-    if (typeof observedGeneration === "number" && observedGeneration < (metadata?.generation ?? 0)) {
-      return { kind: "progressing", reason: "ChildProgressing", message: `the ${label} has not observed its newest spec yet (observedGeneration ${observedGeneration}, generation ${metadata?.generation})` };
-    }
-  }
-  return { kind: "ready", message: `${observed.children.length} children exist` };
-}
 
 /**
  * Like `kubectl rollout status`: the newest spec is observed and every replica is updated and
@@ -36,12 +15,12 @@ export function childrenPhase(object: Workload, observed: Pick<Observed, "childr
  * next change would say RollingOut for ever: never Ready. A pause by anyone is drift (additions.ts),
  * undone by the repair; this keeps Ready false should one ever stand without a repair under way.
  */
-export function rolloutPhase(object: Workload, deployment: V1Deployment | undefined): Phase {
+export function rolloutPhase(object: Workload, deployment: V1Deployment | undefined): ChildPhase {
   if (deployment?.spec?.paused) return { kind: "stalled", reason: "DeploymentPaused", message: "the Deployment is paused (spec.paused): nothing rolls out until it is resumed" };
   return rolloutProgress(object, deployment);
 }
 
-function rolloutProgress(object: Workload, deployment: V1Deployment | undefined): Phase {
+function rolloutProgress(object: Workload, deployment: V1Deployment | undefined): ChildPhase {
   const want = describe(object).replicas(object.spec);
   if (!deployment) return { kind: "progressing", reason: "Creating", message: "the Deployment does not exist yet" };
   const status = deployment.status ?? {};
@@ -57,7 +36,7 @@ function rolloutProgress(object: Workload, deployment: V1Deployment | undefined)
  * LimitRange, a webhook): the Deployment says so in its ReplicaFailure condition, with the API
  * server's words. No retry of the ReplicaSet controller gets past that without a change.
  */
-function refused(status: V1DeploymentStatus): Phase | undefined {
+function refused(status: V1DeploymentStatus): ChildPhase | undefined {
   const failure = status.conditions?.find((c) => c.type === "ReplicaFailure" && c.status === "True");
   if (!failure) return undefined;
   // The ReplicaSet controller's reason, as the Deployment passes it on: FailedCreate for pods refused.
@@ -65,7 +44,7 @@ function refused(status: V1DeploymentStatus): Phase | undefined {
 }
 
 /** The replica counts of a Deployment whose newest spec the controller has seen, as `kubectl rollout status` reads them. */
-function replicaProgress(want: number, status: V1DeploymentStatus): Phase {
+function replicaProgress(want: number, status: V1DeploymentStatus): ChildPhase {
   const updated = status.updatedReplicas ?? 0;
   const available = status.availableReplicas ?? 0;
   const total = status.replicas ?? 0;

@@ -5,8 +5,9 @@
 // ServiceAccount holding exactly the rendered install's rules, against a real API server. Read back
 // from it: the CRD refuses a bad spec with the field's message; an object gets its ConfigMap and
 // Job, owned in its group; a hand edit of the ConfigMap is repaired; the rules name exactly the
-// ConfigMap and Job resources with the operator's verbs, and with them it does all of that. kwok
-// runs no pods: the Job is never waited for. Beside it, in the operator's folder: a kind that makes
+// ConfigMap and Job resources with the operator's verbs, and with them it does all of that. The
+// object is Ready once its Job has started (kstatus reads a running Job as Current): its
+// completion is never waited for. Beside it, in the operator's folder: a kind that makes
 // a child of a kind it does not declare (Stalled, UndeclaredChildKind, a Warning Event), one whose
 // component throws (Stalled with the error), and a file that does not parse (logged by name); the
 // operator and the other kinds go on.
