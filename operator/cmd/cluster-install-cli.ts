@@ -16,6 +16,7 @@ import { projectVersion } from "../../toolchain/images/recipes.ts";
 import { repoRoot, toolPath } from "../../toolchain/tools.ts";
 import { parseCommandLine, UsageError } from "./flags.ts";
 import { runManifestsCli } from "./manifests-cli.ts";
+import { installPluginBin } from "./plugin-bin.ts";
 
 export const clusterInstallUsage = "usage: appstack cluster install [name] [--samples]";
 
@@ -44,7 +45,9 @@ export async function runClusterInstall(argv: readonly string[]): Promise<number
   kubectl(state, "apply", "--server-side", "-f", file);
   kubectl(state, "-n", namespace, "rollout", "status", "deployment/appstack-operator", `--timeout=${waitTimeout}`);
   if (values.samples) await installSamples(state);
-  console.log(`\nappstack runs as a pod on cluster ${name}; in a shell:\n${shellLines(state.kubeconfig)}\n  kubectl get pods -A\n  kubectl appstack status -A`);
+  // The plugin on a PATH of the cluster's folder, as the main job puts it, so that the last line works as printed.
+  const pluginBin = installPluginBin(join(state.dir, "bin"));
+  console.log(`\nappstack runs as a pod on cluster ${name}; in a shell:\n${shellLines(state.kubeconfig)}\n  export PATH=${pluginBin}:$PATH\n  kubectl get pods -A\n  kubectl appstack status -A`);
   return 0;
 }
 
