@@ -36,9 +36,10 @@ export function kindTemplate({ kind, group, plural }: KindNames): string {
   const component = `${kind}Component`;
   // A Pulumi type token, package:module:type: the group's first label is the package.
   const type = `${group.split(".")[0]}:index:${kind}`;
-  return `// A ${kind} (${plural}.${group}), written by \`appstack new kind ${kind} --group ${group}\`: a container
-// image run as a Deployment, with a ClusterIP Service in front of it. Make it your kind's: its spec's
-// fields, the children it makes, its columns. docs/writing-a-kind.md says what a kind file may hold.
+  return `// A ${kind} (${plural}.${group}): a container image run as a Deployment, with a ClusterIP
+// Service in front of it. Written by \`appstack new kind ${kind} --group ${group}\`; make it
+// your kind's: its spec's fields, the children it makes, its columns. docs/writing-a-kind.md says
+// what a kind file may hold.
 import { childMetadata, declareChildren, defineKind, deploymentChild, k8s, pulumi, selectorLabels, serviceChild, Type, type ChildManifest, type ObjectOf, type Owner } from "appstack/kinds";
 
 /** The spec's own fields: each one's type, docs, default, bounds and CEL rules are its CRD's schema. */
