@@ -69,7 +69,8 @@ test("the loader loads both unedited: their CRDs in their group with the templat
 
 test("its component declares the Deployment and the Service under it, as Pulumi resources of the provider's types", async () => {
   const owner = { apiVersion: "webapp.example.com/v1alpha1", kind: "Guestbook", name: "guests", namespace: "team-a", uid: "uid-guests" };
-  const component = kindDefinition("Guestbook").component(owner, { image: "nginx:1.27", replicas: 2, port: 80 }, {}) as WorkloadComponent & { service?: pulumi.Resource };
+  const spec = { image: "nginx:1.27", replicas: 2, port: 80 };
+  const component = kindDefinition("Guestbook").component(owner, spec, {}) as WorkloadComponent & { service?: pulumi.Resource };
   assert.ok(component.deployment && component.service, "it exposes its Deployment, whose rollout Ready follows, and its Service");
   await registeredResource(component.deployment);
   await registeredResource(component.service);
@@ -85,7 +86,7 @@ test("refused, writing nothing: a file there already, a name that is no kind's, 
   assert.equal(readFileSync(guestbook, "utf8"), before);
   const empty = join(scratch, "empty");
   for (const name of ["guestbook", "Guest-book", "Guest_book", "9Lives", "Gästebuch", `G${"a".repeat(63)}`]) {
-    await assert.rejects(newKind(["kind", name, "--group", "webapp.example.com", "--dir", empty]), (error: Error) => error instanceof UsageError && /is not a kind's name: UpperCamelCase/.test(error.message), name);
+    await assert.rejects(newKind(["kind", name, "--group", "webapp.example.com", "--dir", empty]), (error: unknown) => error instanceof UsageError && /is not a kind's name: UpperCamelCase/.test(error.message), name);
   }
   for (const group of ["example", "Example.com", "-web.example.com", "web..example.com", "web_app.example.com"]) {
     await assert.rejects(newKind(["kind", "Shop", "--group", group, "--dir", empty]), new RegExp(`--group ${JSON.stringify(group).replace(/\./g, "\\.")} is not an API group: a DNS subdomain with at least one dot`), group);
@@ -105,7 +106,7 @@ test("refused, writing nothing: no group and none in the folder, a folder of sev
   await assert.rejects(newKind(["kind", "Memcached", "--group", "cache.example.com", "--dir", mixed]), /Memcached \(plural memcacheds\) is Memcached's name already/);
   // A kind of the folder's, in a file named otherwise.
   await assert.rejects(newKind(["kind", "Beta", "--group", "b.example.com", "--dir", mixed]), /Beta \(plural betas\) is Beta's name already/);
-  assert.deepEqual(readdirSync(mixed), ["a.ts", "b.ts"]);
+  assert.deepEqual(readdirSync(mixed).sort(), ["a.ts", "b.ts"]);
 });
 
 test("plurals: English's regular rules, lower case", () => {
