@@ -89,7 +89,7 @@ test("refused, writing nothing: a file there already, a name that is no kind's, 
     await assert.rejects(newKind(["kind", name, "--group", "webapp.example.com", "--dir", empty]), (error: unknown) => error instanceof UsageError && /is not a kind's name: UpperCamelCase/.test(error.message), name);
   }
   for (const group of ["example", "Example.com", "-web.example.com", "web..example.com", "web_app.example.com"]) {
-    await assert.rejects(newKind(["kind", "Shop", "--group", group, "--dir", empty]), new RegExp(`--group ${JSON.stringify(group).replace(/\./g, "\\.")} is not an API group: a DNS subdomain with at least one dot`), group);
+    await assert.rejects(newKind(["kind", "Shop", `--group=${group}`, "--dir", empty]), new RegExp(`--group ${JSON.stringify(group).replace(/\./g, "\\.")} is not an API group: a DNS subdomain with at least one dot`), group);
   }
   await assert.rejects(newKind(["kind", "Shop", "--group", "shop.example.com", "--version", "v1", "--dir", empty]), /--version v1: appstack serves every kind at v1alpha1/);
   await assert.rejects(newKind(["api", "Shop", "--group", "shop.example.com", "--dir", empty]), /appstack new makes a kind: appstack new kind KIND/);
