@@ -15,8 +15,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { registerHooks } from "node:module";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type { Workload } from "../crds/types.ts";
 import { registerKind } from "./kinds.ts";
-import { isDefinedKind } from "./workload.ts";
+import { isDefinedKind, type WorkloadDescription } from "./workload.ts";
 
 /** A kind file that could not be loaded, and why. */
 export interface KindFileFailure {
@@ -57,8 +58,19 @@ function hookSpecifiers(): void {
   });
 }
 
-/** Loads and registers every kind file of `folder`; an unreadable folder is an error, a failing file is returned with its error. */
-export async function loadKindFolder(folder: string): Promise<KindFolder> {
+/** What a folder's files give, registering nothing: each kind with its file, and the files that failed. */
+export interface KindFiles {
+  readonly folder: string;
+  readonly kinds: readonly { readonly file: string; readonly definition: WorkloadDescription<Workload> }[];
+  readonly failures: readonly KindFileFailure[];
+}
+
+/**
+ * Imports every kind file of `folder` and registers none of them: what `appstack new kind` reads
+ * of a folder's kinds (their group, their names) without making them the process's kinds. An
+ * unreadable folder is an error; a failing file is returned with its error.
+ */
+export async function importKindFolder(folder: string): Promise<KindFiles> {
   const path = resolve(folder);
   let files: string[];
   try {
@@ -67,24 +79,44 @@ export async function loadKindFolder(folder: string): Promise<KindFolder> {
     throw new Error(`the kinds folder ${path} cannot be read: ${(error as Error).message}`, { cause: error });
   }
   hookSpecifiers();
-  folders.push(pathToFileURL(path).href.replace(/\/?$/, "/"));
-  const kinds: string[] = [];
+  const url = pathToFileURL(path).href.replace(/\/?$/, "/");
+  if (!folders.includes(url)) folders.push(url);
+  const kinds: { file: string; definition: WorkloadDescription<Workload> }[] = [];
   const failures: KindFileFailure[] = [];
   for (const name of files) {
     const file = join(path, name);
     try {
-      const kind = ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
-      if (!isDefinedKind(kind)) throw new Error("its default export is not a kind: end it with `export default defineKind({...})`");
-      registerKind(kind);
-      kinds.push(kind.api.kind);
+      const definition = ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
+      if (!isDefinedKind(definition)) throw new Error("its default export is not a kind: end it with `export default defineKind({...})`");
+      kinds.push({ file, definition });
     } catch (error) {
-      failures.push({ file, error: error instanceof Error ? error.message : String(error) });
+      failures.push({ file, error: errorText(error) });
     }
   }
-  const result = { folder: path, kinds, failures };
+  return { folder: path, kinds, failures };
+}
+
+/** Loads and registers every kind file of `folder`; an unreadable folder is an error, a failing file is returned with its error. */
+export async function loadKindFolder(folder: string): Promise<KindFolder> {
+  const imported = await importKindFolder(folder);
+  const kinds: string[] = [];
+  const failures = [...imported.failures];
+  for (const { file, definition } of imported.kinds) {
+    try {
+      registerKind(definition);
+      kinds.push(definition.api.kind);
+    } catch (error) {
+      failures.push({ file, error: errorText(error) });
+    }
+  }
+  // In the folder's order, whichever step a file failed at.
+  failures.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+  const result = { folder: imported.folder, kinds, failures };
   loaded.push(result);
   return result;
 }
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Every folder loaded in this process, with its kinds and failures: what the operator logs at start. */
 export function loadedKindFolders(): readonly KindFolder[] {

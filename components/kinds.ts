@@ -90,6 +90,11 @@ function derive(definitions: readonly WorkloadDescription<Workload>[]): Registry
   };
 }
 
+/** The kinds registered so far, without reading them (which closes the registry): what `appstack new kind` keeps a new kind's names apart from. */
+export function registeredKinds(): readonly WorkloadDescription<Workload>[] {
+  return [...registered];
+}
+
 /** Every kind's name, in the order the kinds are registered. */
 export function workloadKinds(): readonly WorkloadKind[] {
   return registry().definitions.map((definition) => definition.api.kind);

@@ -97,16 +97,24 @@ export interface WorkloadDescription<W extends Workload> {
 export type ObjectOf<F extends TProperties, S extends WorkloadStatus = WorkloadStatus> = KindObject<Static<TObject<F>>, S>;
 
 /**
+ * Whether `group` may be a kind's API group: the API server's own rule for a CRD's group (a DNS
+ * subdomain with at least one dot), said before the CRD's apply, naming the kind.
+ */
+export function isApiGroup(group: string): boolean {
+  return group.length <= 253 && group.includes(".") && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(group);
+}
+
+/** What is wrong with a group that is not one. */
+export const notApiGroup = "is not an API group: a DNS subdomain with at least one dot (batch.example.com)";
+
+/**
  * A kind, in one definition: its API (kind, plural, its own spec fields as a TypeBox schema, its
  * columns) and what an object of it makes (the component and the children it declares). Every
  * other part of the operator (watches, CRD, policies, the command line) reads the kind from this.
  */
 export function defineKind<F extends TProperties, S extends WorkloadStatus = WorkloadStatus>(definition: WorkloadDescription<ObjectOf<F, S>> & { readonly api: KindApi<F> }): WorkloadDescription<ObjectOf<F, S>> {
   const { group } = definition.api;
-  // The API server's own rule for a CRD's group, said here, naming the kind, rather than by the CRD's apply.
-  if (group !== undefined && !(group.length <= 253 && group.includes(".") && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(group))) {
-    throw new Error(`${definition.api.kind}: api.group ${JSON.stringify(group)} is not an API group: a DNS subdomain with at least one dot (batch.example.com)`);
-  }
+  if (group !== undefined && !isApiGroup(group)) throw new Error(`${definition.api.kind}: api.group ${JSON.stringify(group)} ${notApiGroup}`);
   const names = definition.childKinds.map((kind) => kind.kind);
   const twice = names.find((name, index) => names.indexOf(name) !== index);
   if (twice) throw new Error(`${definition.api.kind} declares the child kind ${twice} twice`);

@@ -18,6 +18,7 @@ import { operatorUsage, runOperator } from "./main.ts";
 import { previewOptions, previewUsage, runPreviewCli } from "./preview-cli.ts";
 import { runPulumiCli } from "./pulumi-cli.ts";
 import { manifestsFlags, manifestsUsage, runManifestsCli } from "./manifests-cli.ts";
+import { newOptions, newUsage, runNewCli } from "./new-cli.ts";
 import { runStacksCli } from "./stacks-cli.ts";
 import { historyOptions, historyUsage, runHistoryCli } from "./history-cli.ts";
 import { approveOptions, approveUsage, runApproveCli } from "./approve-cli.ts";
@@ -42,6 +43,9 @@ export const appstackUsage = `usage: appstack <command>   (as a kubectl plugin: 
   manifests --passphrase-secret NAME [flags] [-o FILE]
                          the install as YAML for kubectl apply --server-side (no credential in it);
                          first builds what \`pulumi\` builds, and nothing else
+  new kind KIND [--group GROUP] [--dir DIR]
+                         a kind file, DIR/<kind>.ts (default kinds/), from a template: a Deployment and
+                         a Service; run with --kinds DIR (docs/writing-a-kind.md)
   stacks <args>          the pinned Pulumi CLI on the operator's own stacks (stack ls, stack export, ...),
                          with their secrets' key service; the state as the operator finds it
   kubectl <args>         the pinned kubectl, against KUBECONFIG
@@ -100,6 +104,7 @@ export const commands: Readonly<Record<string, Command>> = {
     usage: manifestsUsage,
     flags: manifestsFlags,
   },
+  new: { run: runNewCli, usage: newUsage, flags: newOptions },
   stacks: {
     run: (args) => {
       buildToolchain(() => undefined);

@@ -10,6 +10,8 @@ const takesKinds = new Set(["run", "operator", "manifests"]);
 
 /** The folder `--kinds DIR` or `--kinds=DIR` names in a verb's arguments, else APPSTACK_KINDS_DIR; undefined for none. */
 export function kindsFolderOf(verb: string | undefined, args: readonly string[], env: Record<string, string | undefined>): string | undefined {
+  // `new kind` reads its own folder's files (new-cli.ts) and registers none: a broken file there must not stop it.
+  if (verb === "new") return undefined;
   if (verb !== undefined && takesKinds.has(verb)) {
     for (const [index, arg] of args.entries()) {
       if (arg === "--") break;

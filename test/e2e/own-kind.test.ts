@@ -10,15 +10,17 @@
 // completion is never waited for. Beside it, in the operator's folder: a kind that makes
 // a child of a kind it does not declare (Stalled, UndeclaredChildKind, a Warning Event), one whose
 // component throws (Stalled with the error), and a file that does not parse (logged by name); the
-// operator and the other kinds go on.
+// operator and the other kinds go on. And a Guestbook of webapp.example.com, as `appstack new kind`
+// writes it into both folders, unedited: its Deployment and Service are made and it goes Ready.
 import { batchRunSource, brokenSource, faultySource, kindFolder, misfitSource } from "../helpers/kind-folder.ts";
 import { loadKindFolder } from "../../components/kind-files.ts";
+import { newKind } from "../../operator/cmd/new-cli.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { BatchV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, BatchV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import yaml from "js-yaml";
 
 // Registered in this process too, before anything reads the kinds: the test installs the API and names the kind.
@@ -26,7 +28,8 @@ import yaml from "js-yaml";
 const kinds = { "batch-run.ts": batchRunSource, "faulty.ts": faultySource, "misfit.ts": misfitSource };
 const folder = kindFolder(kinds);
 const operatorFolder = kindFolder({ ...kinds, "broken.ts": brokenSource });
-assert.deepEqual((await loadKindFolder(folder)).kinds, ["BatchRun", "Faulty", "Misfit"]);
+for (const each of [folder, operatorFolder]) await newKind(["kind", "Guestbook", "--group", "webapp.example.com", "--dir", each]);
+assert.deepEqual((await loadKindFolder(folder)).kinds, ["BatchRun", "Faulty", "Guestbook", "Misfit"]);
 const { mergePatch, kubeClients } = await import("../../operator/kube/clients.ts");
 const { installApi } = await import("../../operator/kube/apply.ts");
 const { loadKubeConfig } = await import("../../toolchain/cluster/readiness.ts");
@@ -151,7 +154,7 @@ test("a kind file that does not parse is logged by name, a kind whose component 
   const failed = log.find((line) => line["msg"]?.startsWith("a kind file failed to load"));
   assert.equal(failed?.["file"], join(operatorFolder, "broken.ts"));
   assert.ok(failed?.["error"], "its error is logged");
-  assert.equal(log.find((line) => line["msg"] === "kinds loaded")?.["kinds"], "BatchRun, Faulty, Misfit");
+  assert.equal(log.find((line) => line["msg"] === "kinds loaded")?.["kinds"], "BatchRun, Faulty, Guestbook, Misfit");
 
   await workloads.create({ kind: "Faulty", metadata: { name: "faulty", namespace }, spec: {} });
   await workloads.create({ kind: "BatchRun", metadata: { name: "after", namespace }, spec: { message: "still here" } });
@@ -159,4 +162,26 @@ test("a kind file that does not parse is logged by name, a kind whose component 
   assert.match(stalled.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "", /the faulty component gives up on purpose/);
   await workloads.ready("BatchRun", namespace, "after");
   assert.deepEqual((await cluster().core.readNamespacedConfigMap({ name: "after", namespace })).data, { message: "still here" });
+});
+
+test("a kind as `appstack new kind` wrote it, unedited: its CRD defaults and refuses as its fields say; an object's Deployment and Service are made, owned in its group, and it goes Ready", async () => {
+  const { core } = cluster();
+  const kubeconfig = cluster().cluster.kubeconfig;
+  const apps = loadKubeConfig(kubeconfig).makeApiClient(AppsV1Api);
+  const workloads = new Workloads(kubeconfig);
+  await assert.rejects(workloads.create({ kind: "Guestbook", metadata: { name: "latest", namespace }, spec: { image: "nginx:latest" } }), /spec\.image names a version, not :latest: a rollout must be repeatable/);
+  const created = await workloads.create({ kind: "Guestbook", metadata: { name: "guests", namespace }, spec: { image: "nginx:1.27", port: 80 } });
+  assert.equal(created.apiVersion, "webapp.example.com/v1alpha1");
+  assert.equal((created.spec as { replicas?: number }).replicas, 1, "replicas defaulted by the CRD");
+
+  const ready = await workloads.ready("Guestbook", namespace, "guests");
+  const owner = `webapp.example.com/v1alpha1 Guestbook/guests ${ready.metadata.uid}`;
+  const deployment = await apps.readNamespacedDeployment({ name: "guests", namespace });
+  assert.deepEqual(deployment.spec?.template.spec?.containers.map((container) => [container.image, container.ports?.[0]?.containerPort]), [["nginx:1.27", 80]]);
+  assert.equal(deployment.status?.readyReplicas, 1);
+  assert.deepEqual(deployment.metadata?.ownerReferences?.map((ref) => `${ref.apiVersion} ${ref.kind}/${ref.name} ${ref.uid}`), [owner]);
+  const service = await core.readNamespacedService({ name: "guests", namespace });
+  assert.deepEqual(service.spec?.ports?.map((port) => [port.port, port.targetPort]), [[80, "http"]]);
+  assert.deepEqual(service.spec?.selector, deployment.spec?.selector.matchLabels);
+  assert.deepEqual(service.metadata?.ownerReferences?.map((ref) => `${ref.apiVersion} ${ref.kind}/${ref.name} ${ref.uid}`), [owner]);
 });

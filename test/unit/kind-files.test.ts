@@ -54,10 +54,12 @@ test("appstack manifests --kinds refuses a folder with a failing file, naming it
   assert.match(result.stderr, new RegExp(`${folder}/broken.ts failed to load`));
 });
 
-test("--kinds is read from the operator's, run's and manifests' arguments, else APPSTACK_KINDS_DIR; never from a command that passes its arguments on", () => {
+test("--kinds is read from the operator's, run's and manifests' arguments, else APPSTACK_KINDS_DIR; never from a command that passes its arguments on, nor by `new`", () => {
   assert.equal(kindsFolderOf("run", ["--samples", "--kinds", "./k"], {}), "./k");
   assert.equal(kindsFolderOf("operator", ["--kinds=/k"], { APPSTACK_KINDS_DIR: "/env" }), "/k");
   assert.equal(kindsFolderOf("status", ["-A"], { APPSTACK_KINDS_DIR: "/env" }), "/env");
   assert.equal(kindsFolderOf("pulumi", ["up", "--kinds", "/k"], {}), undefined);
   assert.equal(kindsFolderOf("manifests", ["--", "--kinds", "/k"], {}), undefined);
+  // `new kind` reads its own --dir, registering nothing: a broken file in APPSTACK_KINDS_DIR does not stop it.
+  assert.equal(kindsFolderOf("new", ["kind", "Shop", "--dir", "/k"], { APPSTACK_KINDS_DIR: "/env" }), undefined);
 });
