@@ -1,5 +1,6 @@
 // Measured figures in Markdown: a number with a unit of time, size, share or ratio (s, ms, min,
-// KiB, MiB, GiB, KB, MB, GB, %, x, and the spelled seconds, minutes and hours). What is not a
+// KiB, MiB, GiB, KB, MB, GB, %, x, and the spelled seconds, minutes and hours), processor time
+// ("CPU s") included. What is not a
 // statement of a measure is left out: fenced code and code spans (commands, manifests, log lines),
 // and the cells of a table column headed as a target, a limit or a default (design targets and
 // code-defined limits are not measurements).
@@ -16,8 +17,10 @@ export interface Figure {
 const number = String.raw`(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`;
 const range = String.raw`(?:\s*(?:to|-|–|/)\s*${number})?`;
 const unit = String.raw`(?:ms|s|min|minutes?|seconds?|hours?|KiB|MiB|GiB|KB|MB|GB|%|x)`;
+// "0.3 CPU s": a processor time is a measure too.
+const cpu = String.raw`(?:CPU\s)?`;
 // Not part of a longer token: no letter, digit, dot or comma before (a version, "v1.30"), none after.
-const figurePattern = new RegExp(String.raw`(?<![\w.,/-])(${number}${range})\s?(${unit})(?![\w])`, "g");
+const figurePattern = new RegExp(String.raw`(?<![\w.,/-])(${number}${range})\s?(${cpu}${unit})(?![\w])`, "g");
 
 /** Column headers whose cells are exempt: "target", "limit", "default" (and their plurals). */
 const exemptHeader = /\b(targets?|limits?|defaults?)\b/i;
@@ -27,7 +30,7 @@ function cells(row: string): string[] {
 }
 
 export function normalise(text: string): string {
-  const match = new RegExp(`^(${number}${range})\\s?(${unit})$`).exec(text);
+  const match = new RegExp(`^(${number}${range})\\s?(${cpu}${unit})$`).exec(text);
   if (!match) return text;
   const [, value, symbol] = match;
   return symbol === "%" || symbol === "x" ? `${value}${symbol}` : `${value} ${symbol}`;

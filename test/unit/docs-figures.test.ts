@@ -71,7 +71,7 @@ test(`${measurementsPage} holds figures, and the scan finds them`, () => {
 
 test("the scan: figures in prose and table cells, not in code or in target, limit and default columns", () => {
   const page = [
-    "It took 243.7 s, about 4 minutes, 1,702.3 s in all, 2.36x the baseline; 60% busy, 140 MiB, 0.4 GiB.",
+    "It took 243.7 s, about 4 minutes, 1,702.3 s in all, 2.36x the baseline; 60% busy, 140 MiB, 0.4 GiB, 0.3 to 0.6 CPU s.",
     "Kubernetes 1.30 or later, Node.js 24, port 11211, 3 replicas, v1.34.4, `--timeout=120s`.",
     "```sh",
     "sleep 10s  # 5 MiB",
@@ -90,6 +90,6 @@ test("the scan: figures in prose and table cells, not in code or in target, limi
   ].join("\n");
   assert.deepEqual(
     measuredFigures(page).map((figure) => `${figure.line}: ${figure.figure}`),
-    ["1: 243.7 s", "1: 4 minutes", "1: 1,702.3 s", "1: 2.36x", "1: 60%", "1: 140 MiB", "1: 0.4 GiB", "8: 1.05x", "16: 2.9 s"],
+    ["1: 243.7 s", "1: 4 minutes", "1: 1,702.3 s", "1: 2.36x", "1: 60%", "1: 140 MiB", "1: 0.4 GiB", "1: 0.3 to 0.6 CPU s", "8: 1.05x", "16: 2.9 s"],
   );
 });
