@@ -27,7 +27,11 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 mkdirSync(join(dir, "backend"));
 const backendUrl = pathToFileURL(join(dir, "backend")).href;
 const meta = join(dir, "backend", ".pulumi", "meta.yaml");
-const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "hung-backend-test", binaries: engineBinaries(), workDir: await prepareWorkDir(join(dir, "work"), new StateIo(2_000)), operationTimeoutMs: 2_000 };
+// Every command's deadline, the hung ones' and the healthy ones' alike (a driver has one): short, so
+// that each hang ends soon, yet above what a healthy `stack init` and `up` take on a loaded machine
+// (at 2 s, a first `up` beside a full test run passed it).
+const deadlineMs = 6_000;
+const settings = { backendUrl, pulumiHome: join(dir, "pulumi-home"), passphrase: "hung-backend-test", binaries: engineBinaries(), workDir: await prepareWorkDir(join(dir, "work"), new StateIo(deadlineMs)), operationTimeoutMs: deadlineMs };
 const warnings: string[] = [];
 const log = createLogger({ level: "warn", write: (line) => warnings.push(line) });
 const program = () => Promise.resolve({ greeting: "hello" });
@@ -49,7 +53,7 @@ async function whileHung<T>(work: () => Promise<T>): Promise<T> {
 async function timesOut(operation: Promise<unknown>, command: string): Promise<void> {
   await assert.rejects(operation, (error: unknown) => {
     assert.ok(error instanceof OperationTimedOut, String(error));
-    assert.match(error.message, new RegExp(`pulumi ${command} did not finish within its deadline of 2 s; it was killed`));
+    assert.match(error.message, new RegExp(`pulumi ${command} did not finish within its deadline of ${deadlineMs / 1000} s; it was killed`));
     return true;
   });
   assert.deepEqual(enginesOf(), [], "a CLI process outlived its deadline");
@@ -103,7 +107,7 @@ test("with a backend other than files that never answers, stack ls (whether a st
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
   process.env["PULUMI_ACCESS_TOKEN"] = "pul-appstack-hung-backend-test";
   try {
-    const driver = new StackDriver({ ...settings, backendUrl: url, workDir: await prepareWorkDir(join(dir, "cloud-work"), new StateIo(2_000)) }, log);
+    const driver = new StackDriver({ ...settings, backendUrl: url, workDir: await prepareWorkDir(join(dir, "cloud-work"), new StateIo(deadlineMs)) }, log);
     await timesOut(driver.exists("any"), "stack ls");
     assert.ok(connections.size > 0, "the CLI never reached the backend: the test proves nothing");
   } finally {
