@@ -1,6 +1,7 @@
 // What the Pulumi SDK spends, in the operator's process, on what appstack never uses, taken out by
-// patches to the SDK (sdk-patches/*.patch, each with its why, gain, upstream text and when to
-// drop it, as the CLI's and the provider's are kept: docs/development/toolchain.md). npm has no
+// patches to the SDK, and what it gets wrong with many inline programs at once in one process, put
+// right by another (sdk-patches/*.patch, each with its why, gain, upstream text and when to drop
+// it, as the CLI's and the provider's are kept: docs/development/toolchain.md). npm has no
 // patch step, and node_modules is what `npm ci` installs, in a clone and in the image alike; so
 // the patches apply as the SDK's modules load, through a module load hook, with jsdiff and no
 // fuzz. A patch that no longer applies (an SDK upgrade changed its lines) leaves the module as

@@ -3,7 +3,8 @@
 // carry no stack trace and its debug messages do not go to the engine, unless asked for. Each case
 // runs in a fresh Node.js process: a module, once loaded, stays loaded. Fails loudly, naming the
 // patch, when an SDK upgrade changes the lines a patch (operator/pulumi/sdk-patches/) changes, or
-// makes a patch unnecessary.
+// makes a patch unnecessary. What the patch of automation/server.js changes is tested by
+// test/unit/concurrent-program-errors.test.ts.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -51,7 +52,7 @@ test("each patch applies to the installed SDK exactly, and a changed line makes 
   const require = createRequire(join(repoRoot, "package.json"));
   const sdk = join(require.resolve("@pulumi/pulumi"), "..");
   const patches = sdkPatches();
-  assert.deepEqual(patches.map((p) => p.file), ["runtime/closure/parseFunction.js", "runtime/closure/codePaths.js", "runtime/debuggable.js", "log/index.js"]);
+  assert.deepEqual(patches.map((p) => p.file), ["runtime/closure/parseFunction.js", "runtime/closure/codePaths.js", "runtime/debuggable.js", "log/index.js", "automation/server.js"]);
   for (const { name, file, patch } of patches) {
     const source = readFileSync(join(sdk, file), "utf8");
     const result = applied(source, patch);
