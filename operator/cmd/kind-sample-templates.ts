@@ -5,14 +5,15 @@
 // as a kind file, and nothing below. docs/writing-a-kind.md shows both for its example, generated
 // with the kind file's template (kind-template.ts --write), and test/unit/new-kind.test.ts checks
 // the page's copies, validates the sample against the kind's CRD and runs the test.
+import { version } from "../../crds/types.ts";
 import { generatedBlock } from "./generated-blocks.ts";
 import { exampleKind, kindFileName, sampleFileName, testFileName, type KindNames } from "./kind-names.ts";
 
 /** The sample object: the template's three fields, an image with its version (the CRD refuses :latest). */
 export function sampleTemplate({ kind, group }: KindNames): string {
   return `# A ${kind} to try the kind with: \`kubectl apply -f\` this file once the operator runs with its
-# kinds folder. Its spec is what test/${kind.toLowerCase()}.test.ts makes the component from.
-apiVersion: ${group}/v1alpha1
+# kinds folder. Its spec is what ${testFileName(kind)} makes the component from.
+apiVersion: ${group}/${version}
 kind: ${kind}
 metadata:
   name: ${kind.toLowerCase()}-sample
