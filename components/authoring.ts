@@ -7,6 +7,9 @@
 // operator's programs. Docs: docs/writing-a-kind.md.
 export * as pulumi from "@pulumi/pulumi";
 export * as k8s from "@pulumi/kubernetes";
+// For a kind's tests, which read its sample object (operator/cmd/kind-sample-templates.ts): the
+// operator's YAML parser, so that they need no package of their own for it.
+export { load as parseYaml } from "js-yaml";
 export { Type, stringEnum, stringMap, intOrString, type Static, type TObject, type TProperties, type TSchema } from "../crds/schema-kit.ts";
 export { imageSchema } from "../crds/fields.ts";
 export type { WorkloadStatus } from "../crds/types.ts";

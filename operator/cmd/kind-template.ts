@@ -1,35 +1,12 @@
 // The kind file `appstack new kind` writes (new-cli.ts): a whole, working kind, as
 // docs/writing-a-kind.md describes one, that the kinds folder's loader (components/kind-files.ts)
 // loads unedited. docs/writing-a-kind.md shows this template's output for its example, generated:
-// `node --import tsx operator/cmd/kind-template.ts --write` writes it, and
-// test/unit/new-kind.test.ts fails when the page's copy is not the template's output, so the page
-// and the command cannot tell two stories.
+// `node --import tsx operator/cmd/kind-template.ts --write` writes it, with the sample's and the
+// test's (kind-sample-templates.ts), and test/unit/new-kind.test.ts fails when the page's copies
+// are not the templates' output, so the page and the command cannot tell two stories.
 import { generatedBlock, runAsWriter, writeBlock } from "./generated-blocks.ts";
-
-/** What the template is filled in with. */
-export interface KindNames {
-  /** The kind, UpperCamelCase: Guestbook. */
-  readonly kind: string;
-  /** Its API group, a DNS subdomain with at least one dot: webapp.example.com. */
-  readonly group: string;
-  /** Its plural, lower case: guestbooks. */
-  readonly plural: string;
-}
-
-/**
- * The plural of a kind, as its resource's name: lower case, English's regular rules (a policy, two
- * policies; a box, two boxes). Hand-written rather than a pluralizing library's guess at irregular
- * words: the plural is written into the file, where its author changes it if English disagrees.
- */
-export function pluralOf(kind: string): string {
-  const lower = kind.toLowerCase();
-  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
-  if (/(s|x|z|ch|sh)$/.test(lower)) return `${lower}es`;
-  return `${lower}s`;
-}
-
-/** The file name the kind's file takes in its folder: guestbook.ts. */
-export const kindFileName = (kind: string): string => `${kind.toLowerCase()}.ts`;
+import { kindTestBlock, sampleBlock } from "./kind-sample-templates.ts";
+import { exampleKind, type KindNames } from "./kind-names.ts";
 
 /** The kind file for `names`: its spec, its children (a Deployment and a Service), its component and its definition. */
 export function kindTemplate({ kind, group, plural }: KindNames): string {
@@ -132,9 +109,7 @@ export default defineKind({
 `;
 }
 
-/** The example docs/writing-a-kind.md walks through: kubebuilder's quick start's kind. */
-export const exampleKind: KindNames = { kind: "Guestbook", group: "webapp.example.com", plural: pluralOf("Guestbook") };
-
 export const kindTemplateBlock = generatedBlock("kind file template", "kind-template.ts", "docs/writing-a-kind.md", () => ["```ts", kindTemplate(exampleKind).trimEnd(), "```"].join("\n"));
 
-if (runAsWriter("kind-template.ts")) writeBlock(kindTemplateBlock);
+// The sample's and the test's templates too: the page shows all three.
+if (runAsWriter("kind-template.ts")) for (const block of [kindTemplateBlock, sampleBlock, kindTestBlock]) writeBlock(block);

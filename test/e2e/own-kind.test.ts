@@ -11,7 +11,8 @@
 // a child of a kind it does not declare (Stalled, UndeclaredChildKind, a Warning Event), one whose
 // component throws (Stalled with the error), and a file that does not parse (logged by name); the
 // operator and the other kinds go on. And a Guestbook of webapp.example.com, as `appstack new kind`
-// writes it into both folders, unedited: its Deployment and Service are made and it goes Ready.
+// writes it into both folders, unedited: its sample object, as written, passes the CRD (its CEL
+// rule too), gets its Deployment and Service and goes Ready.
 import { batchRunSource, brokenSource, faultySource, kindFolder, misfitSource } from "../helpers/kind-folder.ts";
 import { loadKindFolder } from "../../components/kind-files.ts";
 import { newKind } from "../../operator/cmd/new-cli.ts";
@@ -164,24 +165,29 @@ test("a kind file that does not parse is logged by name, a kind whose component 
   assert.deepEqual((await cluster().core.readNamespacedConfigMap({ name: "after", namespace })).data, { message: "still here" });
 });
 
-test("a kind as `appstack new kind` wrote it, unedited: its CRD defaults and refuses as its fields say; an object's Deployment and Service are made, owned in its group, and it goes Ready", async () => {
+test("a kind as `appstack new kind` wrote it, unedited: its CRD defaults and refuses as its fields say; its sample's Deployment and Service are made, owned in its group, and it goes Ready", async () => {
   const { core } = cluster();
   const kubeconfig = cluster().cluster.kubeconfig;
   const apps = loadKubeConfig(kubeconfig).makeApiClient(AppsV1Api);
   const workloads = new Workloads(kubeconfig);
   await assert.rejects(workloads.create({ kind: "Guestbook", metadata: { name: "latest", namespace }, spec: { image: "nginx:latest" } }), /spec\.image names a version, not :latest: a rollout must be repeatable/);
-  const created = await workloads.create({ kind: "Guestbook", metadata: { name: "guests", namespace }, spec: { image: "nginx:1.27", port: 80 } });
-  assert.equal(created.apiVersion, "webapp.example.com/v1alpha1");
-  assert.equal((created.spec as { replicas?: number }).replicas, 1, "replicas defaulted by the CRD");
+  const defaulted = await workloads.create({ kind: "Guestbook", metadata: { name: "defaults", namespace }, spec: { image: "nginx:1.27" } }, { dryRun: true });
+  assert.deepEqual([(defaulted.spec as { replicas?: number }).replicas, (defaulted.spec as { port?: number }).port], [1, 8080], "replicas and port defaulted by the CRD");
 
-  const ready = await workloads.ready("Guestbook", namespace, "guests");
-  const owner = `webapp.example.com/v1alpha1 Guestbook/guests ${ready.metadata.uid}`;
-  const deployment = await apps.readNamespacedDeployment({ name: "guests", namespace });
-  assert.deepEqual(deployment.spec?.template.spec?.containers.map((container) => [container.image, container.ports?.[0]?.containerPort]), [["nginx:1.27", 80]]);
-  assert.equal(deployment.status?.readyReplicas, 1);
+  // The sample `appstack new kind` wrote, as written, in the test's namespace.
+  const sample = yaml.load(readFileSync(join(folder, "samples", "guestbook.yaml"), "utf8")) as { kind: string; metadata: { name: string }; spec: { image: string; replicas: number; port: number } };
+  const name = sample.metadata.name;
+  const created = await workloads.create({ ...sample, metadata: { ...sample.metadata, namespace } });
+  assert.equal(created.apiVersion, "webapp.example.com/v1alpha1");
+
+  const ready = await workloads.ready("Guestbook", namespace, name);
+  const owner = `webapp.example.com/v1alpha1 Guestbook/${name} ${ready.metadata.uid}`;
+  const deployment = await apps.readNamespacedDeployment({ name, namespace });
+  assert.deepEqual(deployment.spec?.template.spec?.containers.map((container) => [container.image, container.ports?.[0]?.containerPort]), [[sample.spec.image, sample.spec.port]]);
+  assert.equal(deployment.status?.readyReplicas, sample.spec.replicas);
   assert.deepEqual(deployment.metadata?.ownerReferences?.map((ref) => `${ref.apiVersion} ${ref.kind}/${ref.name} ${ref.uid}`), [owner]);
-  const service = await core.readNamespacedService({ name: "guests", namespace });
-  assert.deepEqual(service.spec?.ports?.map((port) => [port.port, port.targetPort]), [[80, "http"]]);
+  const service = await core.readNamespacedService({ name, namespace });
+  assert.deepEqual(service.spec?.ports?.map((port) => [port.port, port.targetPort]), [[sample.spec.port, "http"]]);
   assert.deepEqual(service.spec?.selector, deployment.spec?.selector.matchLabels);
   assert.deepEqual(service.metadata?.ownerReferences?.map((ref) => `${ref.apiVersion} ${ref.kind}/${ref.name} ${ref.uid}`), [owner]);
 });

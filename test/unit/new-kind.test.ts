@@ -1,15 +1,20 @@
 // `appstack new kind`: the file it writes, in a folder outside the repository, is loaded unedited
 // by the kinds folder's loader and registered beside App and Memcached: its CRD (with its fields'
 // defaults, bounds and CEL rule), its children (a Deployment and a Service, as its component
-// declares them under Pulumi's mocks). What it refuses, it refuses writing nothing; the command
-// line's exit code says so. docs/writing-a-kind.md shows the template's output, generated.
+// declares them under Pulumi's mocks). Its sample object passes its CRD's schema; its test, run as
+// a kind's author runs it (`node --import tsx --test`) in a project that has appstack as a
+// package, passes, and fails once the kind's component is broken. What it refuses, it refuses
+// writing nothing; the command line's exit code says so. docs/writing-a-kind.md shows the
+// templates' output, generated.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import type * as pulumi from "@pulumi/pulumi";
+import yaml from "js-yaml";
+import { Errors } from "typebox/schema";
 import type { WorkloadComponent } from "../../components/workload.ts";
 import { recordRegistrations, registeredResource } from "../helpers/pulumi-mocks.ts";
 
@@ -17,7 +22,9 @@ import { recordRegistrations, registeredResource } from "../helpers/pulumi-mocks
 const registered = await recordRegistrations();
 const { repoRoot } = await import("../../toolchain/tools.ts");
 const { newKind } = await import("../../operator/cmd/new-cli.ts");
-const { exampleKind, kindTemplate, kindTemplateBlock, pluralOf } = await import("../../operator/cmd/kind-template.ts");
+const { kindTemplate, kindTemplateBlock } = await import("../../operator/cmd/kind-template.ts");
+const { exampleKind, pluralOf } = await import("../../operator/cmd/kind-names.ts");
+const { kindTestBlock, kindTestTemplate, sampleBlock, sampleTemplate } = await import("../../operator/cmd/kind-sample-templates.ts");
 const { blockText } = await import("../../operator/cmd/generated-blocks.ts");
 const { UsageError } = await import("../../operator/cmd/flags.ts");
 const { loadKindFolder } = await import("../../components/kind-files.ts");
@@ -32,11 +39,15 @@ const cart = await newKind(["kind", "Cart", "--version", "v1alpha1", "--dir", ki
 const loaded = await loadKindFolder(kinds);
 const { childKinds, childManifests, customResourceDefinitions, kindDefinition, kindNamed } = await import("../../components/kinds.ts");
 
-test("it writes DIR/<kind>.ts from the template, the group from --group or, without it, from the folder's kind files", () => {
-  assert.equal(guestbook, join(kinds, "guestbook.ts"));
-  assert.equal(readFileSync(guestbook, "utf8"), kindTemplate({ kind: "Guestbook", group: "webapp.example.com", plural: "guestbooks" }));
-  assert.equal(cart, join(kinds, "cart.ts"));
-  assert.match(readFileSync(cart, "utf8"), /group: "webapp\.example\.com",\n {4}kind: "Cart",\n {4}plural: "carts",/);
+test("it writes DIR/<kind>.ts, DIR/samples/<kind>.yaml and DIR/test/<kind>.test.ts from the templates, the group from --group or, without it, from the folder's kind files", () => {
+  const names = { kind: "Guestbook", group: "webapp.example.com", plural: "guestbooks" };
+  assert.deepEqual(guestbook, { kind: join(kinds, "guestbook.ts"), sample: join(kinds, "samples", "guestbook.yaml"), test: join(kinds, "test", "guestbook.test.ts") });
+  assert.equal(readFileSync(guestbook.kind, "utf8"), kindTemplate(names));
+  assert.equal(readFileSync(guestbook.sample, "utf8"), sampleTemplate(names));
+  assert.equal(readFileSync(guestbook.test, "utf8"), kindTestTemplate(names));
+  assert.equal(cart.kind, join(kinds, "cart.ts"));
+  assert.match(readFileSync(cart.sample, "utf8"), /apiVersion: webapp\.example\.com\/v1alpha1\nkind: Cart\n/);
+  assert.match(readFileSync(cart.kind, "utf8"), /group: "webapp\.example\.com",\n {4}kind: "Cart",\n {4}plural: "carts",/);
 });
 
 test("the loader loads both unedited: their CRDs in their group with the template's fields, their Deployment and Service children", () => {
@@ -80,10 +91,73 @@ test("its component declares the Deployment and the Service under it, as Pulumi 
   assert.equal((mine.get("kubernetes:core/v1:Service")?.["spec"] as { type: string }).type, "ClusterIP");
 });
 
+test("its sample passes its CRD's schema, as the API server checks it: the group's apiVersion, the kind, the spec's types and bounds", () => {
+  const crd = customResourceDefinitions().find((each) => each.metadata.name === "guestbooks.webapp.example.com")!;
+  const schema = (crd.spec["versions"] as { schema: { openAPIV3Schema: Record<string, unknown> } }[])[0]!.schema.openAPIV3Schema;
+  const sample = yaml.load(readFileSync(guestbook.sample, "utf8")) as { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> };
+  assert.deepEqual([sample.apiVersion, sample.kind, sample.metadata.name], ["webapp.example.com/v1alpha1", "Guestbook", "guestbook-sample"]);
+  const errors = (object: unknown) => Errors(schema, object)[1].map((error) => `${error.instancePath} ${error.message}`);
+  assert.deepEqual(errors(sample), []);
+  // The check can fail: a port out of bounds, a replica count that is no integer, an image missing.
+  assert.deepEqual(errors({ ...sample, spec: { ...sample.spec, port: 0 } }), ["/spec/port must be >= 1"]);
+  assert.deepEqual(errors({ ...sample, spec: { ...sample.spec, replicas: "two" } }), ["/spec/replicas must be integer"]);
+  assert.equal(errors({ ...sample, spec: { port: 80 } }).length, 1);
+  // Its CEL rule is the API server's to evaluate (test/e2e/own-kind.test.ts creates the sample): an image with its version.
+  assert.deepEqual((schema as { properties: { spec: { properties: { image: { "x-kubernetes-validations": { rule: string }[] } } } } }).properties.spec.properties.image["x-kubernetes-validations"].map((each) => each.rule), ["!self.endsWith(':latest')"]);
+  assert.match(String(sample.spec["image"]), /^nginx:\d+\.\d+$/);
+});
+
+/** Runs the kind's test as its author does, in `project` (a folder whose node_modules has appstack and tsx): its exit code and output. */
+function runKindTest(project: string, test: string): Promise<{ status: number | null; output: string }> {
+  // Not as a subtest of this run: the runner tells its own children so through NODE_TEST_CONTEXT.
+  const env = { ...process.env };
+  delete env["NODE_TEST_CONTEXT"];
+  const child = spawn(process.execPath, ["--import", "tsx", "--test", test], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.on("close", (status) => resolve({ status, output })));
+}
+
+test("its test passes, run as a project runs it with appstack as a package, and fails once the kind's component declares another port", async () => {
+  // Two projects: `appstack` in their node_modules is this repository (as `npm install` of it makes it), tsx beside it.
+  const project = (name: string) => {
+    const folder = join(scratch, name);
+    mkdirSync(join(folder, "node_modules"), { recursive: true });
+    symlinkSync(repoRoot, join(folder, "node_modules", "appstack"));
+    symlinkSync(join(repoRoot, "node_modules", "tsx"), join(folder, "node_modules", "tsx"));
+    cpSync(kinds, join(folder, "kinds"), { recursive: true });
+    return folder;
+  };
+  const working = project("project");
+  const broken = project("broken-project");
+  const kindFile = join(broken, "kinds", "guestbook.ts");
+  const source = readFileSync(kindFile, "utf8");
+  assert.match(source, /containerPort: spec\.port/);
+  writeFileSync(kindFile, source.replace("containerPort: spec.port", "containerPort: 8080"));
+
+  const test = join("kinds", "test", "guestbook.test.ts");
+  const [passed, failed] = await Promise.all([runKindTest(working, test), runKindTest(broken, test)]);
+  assert.equal(passed.status, 0, passed.output);
+  assert.match(passed.output, /pass 1/);
+  assert.equal(failed.status, 1, failed.output);
+  assert.match(failed.output, /fail 1/);
+  assert.match(failed.output, /actual: 8080,\s+expected: 80/);
+});
+
 test("refused, writing nothing: a file there already, a name that is no kind's, a group that is no API group, a version appstack does not serve", async () => {
-  const before = readFileSync(guestbook, "utf8");
-  await assert.rejects(newKind(["kind", "Guestbook", "--group", "webapp.example.com", "--dir", kinds]), new RegExp(`${guestbook} exists already; nothing is written`));
-  assert.equal(readFileSync(guestbook, "utf8"), before);
+  const before = readFileSync(guestbook.kind, "utf8");
+  await assert.rejects(newKind(["kind", "Guestbook", "--group", "webapp.example.com", "--dir", kinds]), new RegExp(`${guestbook.kind} exists already; nothing is written`));
+  assert.equal(readFileSync(guestbook.kind, "utf8"), before);
+  // A sample or a test of the name there already, without its kind file: kept, and nothing written.
+  for (const [file, other] of [["samples/shop.yaml", "test/shop.test.ts"], ["test/shop.test.ts", "samples/shop.yaml"]] as const) {
+    const folder = mkdtempSync(join(scratch, "kept-"));
+    mkdirSync(join(folder, file, ".."));
+    writeFileSync(join(folder, file), "mine");
+    await assert.rejects(newKind(["kind", "Shop", "--group", "shop.example.com", "--dir", folder]), new RegExp(`${join(folder, file)} exists already; nothing is written`));
+    assert.equal(readFileSync(join(folder, file), "utf8"), "mine");
+    assert.ok(!existsSync(join(folder, "shop.ts")) && !existsSync(join(folder, other)), `${file}: nothing else written`);
+  }
   const empty = join(scratch, "empty");
   for (const name of ["guestbook", "Guest-book", "Guest_book", "9Lives", "Gästebuch", `G${"a".repeat(63)}`]) {
     await assert.rejects(newKind(["kind", name, "--group", "webapp.example.com", "--dir", empty]), (error: unknown) => error instanceof UsageError && /is not a kind's name: UpperCamelCase/.test(error.message), name);
@@ -118,7 +192,9 @@ test("the command line: exit 0 and what to run next when written, exit 1 and the
   const written = cli("kind", "Shop", "--group", "shop.example.com", "--dir", "cli-kinds");
   assert.equal(written.status, 0, written.stderr);
   assert.match(written.stderr, /wrote cli-kinds\/shop\.ts: run it with `npm start -- --kinds cli-kinds`/);
-  assert.ok(existsSync(join(scratch, "cli-kinds", "shop.ts")));
+  assert.match(written.stderr, /wrote cli-kinds\/samples\/shop\.yaml: an object of it/);
+  assert.match(written.stderr, /wrote cli-kinds\/test\/shop\.test\.ts: a unit test of its component, made from the sample's spec: `node --import tsx --test cli-kinds\/test\/shop\.test\.ts`/);
+  assert.deepEqual(["shop.ts", "samples/shop.yaml", "test/shop.test.ts"].filter((file) => existsSync(join(scratch, "cli-kinds", file))), ["shop.ts", "samples/shop.yaml", "test/shop.test.ts"]);
   const refused = cli("kind", "shop", "--group", "shop.example.com", "--dir", "cli-kinds");
   assert.equal(refused.status, 1);
   assert.match(refused.stderr, /"shop" is not a kind's name/);
@@ -127,8 +203,10 @@ test("the command line: exit 0 and what to run next when written, exit 1 and the
   assert.match(again.stderr, /shop\.ts exists already/);
 });
 
-test(`${kindTemplateBlock.page} shows the template's output for its example, as generated`, () => {
-  const page = readFileSync(join(repoRoot, kindTemplateBlock.page), "utf8");
-  assert.equal(blockText(page, kindTemplateBlock), kindTemplateBlock.generate(), "regenerate it: node --import tsx operator/cmd/kind-template.ts --write");
+test(`${kindTemplateBlock.page} shows the templates' output for its example, as generated: the kind file, its sample and its test`, () => {
+  for (const block of [kindTemplateBlock, sampleBlock, kindTestBlock]) {
+    const page = readFileSync(join(repoRoot, block.page), "utf8");
+    assert.equal(blockText(page, block), block.generate(), `${block.beginMarker}: regenerate it: node --import tsx operator/cmd/kind-template.ts --write`);
+  }
   assert.equal(exampleKind.plural, "guestbooks");
 });
