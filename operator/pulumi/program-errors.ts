@@ -20,7 +20,7 @@ export function handleProgramErrors(log: Logger): void {
   const onError = (error: unknown, origin: string) => {
     // Node.js calls these listeners in the async context of the throw or rejection.
     const store = getLocalStore();
-    const fields = { origin, error: error instanceof Error ? error.message : String(error), stack: error instanceof Error ? error.stack : undefined };
+    const fields = { origin, error: error instanceof Error ? error.message : String(error), trace: error instanceof Error ? error.stack : undefined };
     if (store === undefined) {
       log.error("the operator hit an error it does not handle: exiting", { ...fields, fatal: true });
       process.exit(1);
