@@ -3,6 +3,7 @@ import "./preload.ts";
 import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/config.ts";
 import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
+import { handleProgramErrors } from "../pulumi/program-errors.ts";
 import { engineBinaries } from "../../toolchain/tools.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { timedOut, withinDeadline } from "../base/deadline.ts";
@@ -22,6 +23,7 @@ export async function runOperator(argv: readonly string[]): Promise<void> {
   setFlagsFromString("--optimize-for-size");
   const config = loadConfig(parseFlags(argv, operatorOptions, operatorUsage));
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  handleProgramErrors(log);
   logKindFolders(log);
   const service = await startService(config, engineBinaries(), log);
   const stopped = await new Promise<boolean>((resolve) => {

@@ -18,6 +18,7 @@ import { loadConfig, operatorFlagsUsage, operatorOptions } from "../manager/conf
 import { kubeClients } from "../kube/clients.ts";
 import { createLogger } from "../base/log.ts";
 import { startService } from "../manager/service.ts";
+import { handleProgramErrors } from "../pulumi/program-errors.ts";
 import { onStopSignals } from "../manager/signals.ts";
 import { parseFlags, UsageError } from "./flags.ts";
 import { logKindFolders } from "./kinds-option.ts";
@@ -117,6 +118,7 @@ export async function runMainJob(argv: readonly string[]): Promise<void> {
   if (cluster) say(clusterHints(cluster, localState));
   const config = loadConfig({ ...flags, kubeconfig: cluster?.kubeconfig ?? kubeconfig, ...(localState ? { "state-dir": localState } : {}), ...localBackendUrl(cluster) }, { APPSTACK_LOG_FORMAT: "text", ...localPassphrase(cluster), ...process.env });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, write: say });
+  handleProgramErrors(log);
   logKindFolders(log);
   try {
     const clients = kubeClients(config.kubeconfig);
