@@ -5,9 +5,13 @@
 // killed the process in the middle of its graceful shutdown.
 //
 // One Ctrl-C can arrive more than once: the terminal sends SIGINT to the whole foreground group,
-// and the wrappers in it (npm; tsx, where it runs) forward the one they received to their child as well, a few
-// milliseconds later. Copies within `sameSignalMs` are that one keypress; a person's second
-// Ctrl-C comes later.
+// and the wrappers in it forward the one they received to their child as well: npm (whose child
+// is this process where the script's shell execs the command, as bash does; dash does not, and
+// then the copy goes to the shell), and tsx unless its child reports having the signal. A copy
+// comes within milliseconds, even on a loaded machine, or not at all when the kernel merges it
+// with the terminal's while that is still pending (more often the busier the machine), so copies
+// are told by time, not counted: those within `sameSignalMs` of the first are that one
+// keypress; a person's second Ctrl-C comes later.
 import type { Logger } from "../base/log.ts";
 
 export const sameSignalMs = 500;

@@ -71,7 +71,12 @@ class SlotProvider {
   }
 
   static async start(settings: ProviderSlotSettings, log: Logger): Promise<SlotProvider> {
-    const child = spawn(settings.binary, [], { env: { ...providerEnvironment(process.env), ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    // A process group of its own, as Pulumi gives each plugin it starts: a Ctrl-C in the terminal
+    // goes to the operator's group, and Go's default for SIGINT is to exit, which cut the
+    // operations in flight short (the engine saw its provider's connection reset) when the
+    // operator's first Ctrl-C was to let them finish. It still ends with the operator: its
+    // standard input closes then (control.go).
+    const child = spawn(settings.binary, [], { env: { ...providerEnvironment(process.env), ...settings.env, APPSTACK_PROVIDER_SLOT: "1" }, stdio: ["pipe", "pipe", "pipe"], detached: true });
     // What the provider logs (client-go, klog) went to the engine's output before; it is debug here.
     createInterface({ input: child.stderr }).on("line", (line) => log.debug("kubernetes provider", { pid: child.pid, line }));
     child.on("error", (error) => log.warn("kubernetes provider process failed", { error: error.message }));

@@ -63,7 +63,7 @@ async function closed(driver: StackDriver): Promise<void> {
   await eventually("no provider process left", async () => (processesUnder(process.pid, "pulumi-resource").length === 0 ? true : undefined));
 }
 
-test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's, none with the operator's secrets or an object store's credentials", async () => {
+test("engines attach to the providers kept alive: six operations, two at a time, run on at most two provider processes, all the operator's, each in a process group of its own, none with the operator's secrets or an object store's credentials", async () => {
   // As the operator has it: the providers it starts must not (they talk to the API server alone),
   // nor an object store's credentials; a variable APPSTACK_PROVIDER_ENV names does.
   const operatorOnly = { APPSTACK_PASSPHRASE: "not-for-the-provider", AWS_SECRET_ACCESS_KEY: "not-for-the-provider", AZURE_STORAGE_KEY: "not-for-the-provider" };
@@ -84,6 +84,8 @@ test("engines attach to the providers kept alive: six operations, two at a time,
   for (const [pid, parent] of seen) assert.equal(parent, process.pid, `provider ${pid} is a child of ${parent}, not of the operator: an engine started it`);
   assert.deepEqual(driver.providerPids.sort(), [...seen.keys()].sort(), "the same processes are still there, idle");
   for (const pid of driver.providerPids) {
+    // A Ctrl-C in the operator's terminal goes to its process group: a provider there would exit.
+    assert.equal(processStat(pid)?.fields[2], String(pid), `provider ${pid} is in the operator's process group`);
     const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
     assert.deepEqual(environ.filter((entry) => entry.endsWith("=not-for-the-provider")), [], `provider ${pid} has the operator's credentials in its environment`);
     assert.ok(environ.includes("AWS_PROFILE=for-an-exec-plugin"), `provider ${pid} lacks what APPSTACK_PROVIDER_ENV names`);

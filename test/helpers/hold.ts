@@ -31,7 +31,7 @@ export interface AdmissionRequest {
   resource: { resource: string };
   subResource?: string;
   options?: { fieldManager?: string };
-  object?: { metadata?: { annotations?: Record<string, string>; labels?: Record<string, string> } };
+  object?: { metadata?: { annotations?: Record<string, string>; labels?: Record<string, string> }; spec?: Record<string, unknown> };
   oldObject?: { metadata?: { annotations?: Record<string, string> } };
 }
 
@@ -39,7 +39,7 @@ type Operation = "CREATE" | "UPDATE" | "DELETE";
 
 const probeName = "hold-probe";
 
-const groups = { deployments: "apps", services: "", apps: "appstack.dev", endpointslices: "discovery.k8s.io" } as const;
+const groups = { deployments: "apps", services: "", apps: "appstack.dev", endpointslices: "discovery.k8s.io", leases: "coordination.k8s.io" } as const;
 
 type Resource = keyof typeof groups;
 
@@ -92,16 +92,18 @@ function signal(what: string): { promise: Promise<void>; settle: () => void } {
 }
 
 /**
- * Holds `operation`s of the Deployments (or Services) named `name` in `namespace`; with
- * `fieldManager`, only the writes of a matching field manager (the engine's, not a person's).
+ * Holds `operation`s of the Deployments (or Services, Leases) named `name` in `namespace`; with
+ * `fieldManager`, only the writes of a matching field manager (the engine's, not a person's); with
+ * `when`, only the writes it picks (a Lease's release, not its renewals).
  */
-export async function holdWrites(local: ClusterFiles, resource: Resource, operation: Operation, namespace: string, name: string, fieldManager?: RegExp): Promise<Hold> {
+export async function holdWrites(local: ClusterFiles, resource: Resource, operation: Operation, namespace: string, name: string, fieldManager?: RegExp, when: (request: AdmissionRequest) => boolean = () => true): Promise<Hold> {
   const waiting: Array<() => void> = [];
   let requests = 0;
   const held = signal(`${operation} of ${resource} ${namespace}/${name}`);
   const webhook = await startWebhook(local, "hold", resource, operation, namespace, (request, answer) => {
     if (!matches(request, resource, operation, name)) return answer(true);
     if (fieldManager && !fieldManager.test(request.options?.fieldManager ?? "")) return answer(true);
+    if (!when(request)) return answer(true);
     requests++;
     waiting.push(() => answer(true));
     held.settle();
