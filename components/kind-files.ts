@@ -11,6 +11,7 @@
 // A file that fails (it does not load, its default export is no kind, its kind is refused) is
 // kept with its error: the operator logs it and serves every other kind; the install refuses to
 // render (kindFilesRefusal).
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { registerHooks } from "node:module";
 import { join, resolve } from "node:path";
@@ -35,6 +36,8 @@ export interface KindFolder {
 /** The folders loaded, as file URLs ending in `/`: their files' imports are resolved from here. */
 const folders: string[] = [];
 const loaded: KindFolder[] = [];
+/** A digest of each file the hooks loaded, by URL: of the source that runs, read once. */
+const sourceDigests = new Map<string, string>();
 
 /** The specifiers a kind file takes from the operator: its public module and the Pulumi SDK. */
 const fromOperator = (specifier: string) => specifier === "appstack" || specifier.startsWith("appstack/") || specifier.startsWith("@pulumi/");
@@ -52,7 +55,11 @@ function hookSpecifiers(): void {
     // (the install program) a `.ts` file outside a package of type module would be CommonJS, and
     // the Pulumi language host compiles CommonJS TypeScript with ts-node and this repository's tsconfig.
     load(url, context, nextLoad) {
-      if (folders.some((folder) => url.startsWith(folder)) && url.endsWith(".ts")) return { format: "module-typescript", source: readFileSync(fileURLToPath(url)), shortCircuit: true };
+      if (folders.some((folder) => url.startsWith(folder)) && url.endsWith(".ts")) {
+        const source = readFileSync(fileURLToPath(url));
+        sourceDigests.set(url, createHash("sha256").update(source).digest("hex"));
+        return { format: "module-typescript", source, shortCircuit: true };
+      }
       return nextLoad(url, context);
     },
   });
@@ -61,7 +68,8 @@ function hookSpecifiers(): void {
 /** What a folder's files give, registering nothing: each kind with its file, and the files that failed. */
 export interface KindFiles {
   readonly folder: string;
-  readonly kinds: readonly { readonly file: string; readonly definition: WorkloadDescription<Workload> }[];
+  /** `sourceDigest`: of the file's source as it was loaded, what tells its kind's program changed (kinds.ts kindProgramVersion). */
+  readonly kinds: readonly { readonly file: string; readonly definition: WorkloadDescription<Workload>; readonly sourceDigest: string }[];
   readonly failures: readonly KindFileFailure[];
 }
 
@@ -81,14 +89,15 @@ export async function importKindFolder(folder: string): Promise<KindFiles> {
   hookSpecifiers();
   const url = pathToFileURL(path).href.replace(/\/?$/, "/");
   if (!folders.includes(url)) folders.push(url);
-  const kinds: { file: string; definition: WorkloadDescription<Workload> }[] = [];
+  const kinds: { file: string; definition: WorkloadDescription<Workload>; sourceDigest: string }[] = [];
   const failures: KindFileFailure[] = [];
   for (const name of files) {
     const file = join(path, name);
     try {
-      const definition = ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
+      const href = pathToFileURL(file).href;
+      const definition = ((await import(href)) as { default?: unknown }).default;
       if (!isDefinedKind(definition)) throw new Error("its default export is not a kind: end it with `export default defineKind({...})`");
-      kinds.push({ file, definition });
+      kinds.push({ file, definition, sourceDigest: sourceDigests.get(href) ?? createHash("sha256").update(readFileSync(file)).digest("hex") });
     } catch (error) {
       failures.push({ file, error: errorText(error) });
     }
@@ -101,9 +110,9 @@ export async function loadKindFolder(folder: string): Promise<KindFolder> {
   const imported = await importKindFolder(folder);
   const kinds: string[] = [];
   const failures = [...imported.failures];
-  for (const { file, definition } of imported.kinds) {
+  for (const { file, definition, sourceDigest } of imported.kinds) {
     try {
-      registerKind(definition);
+      registerKind(definition, sourceDigest);
       kinds.push(definition.api.kind);
     } catch (error) {
       failures.push({ file, error: errorText(error) });

@@ -9,6 +9,7 @@
 // of child that the watches, the RBAC rules and the ownership policy cover) is computed then, once.
 // So the kinds never change under a running operator, and a kind registered too late is an error
 // that names it, not a kind that some parts see and others (a watch, a rule, a CRD) do not.
+import { createHash } from "node:crypto";
 import { apiVersionOf, version, type Workload, type WorkloadKind } from "../crds/types.ts";
 import { customResourceDefinition, groupOf, type CustomResourceDefinition } from "../crds/crd.ts";
 import { childKindUnion } from "../crds/child-kinds.ts";
@@ -39,15 +40,17 @@ export interface KindGroup {
 
 const registered: WorkloadDescription<Workload>[] = [];
 let closed: Registry | undefined;
+/** A kind file's source digest, by the definition it exported (kind-files.ts). */
+const sources = new WeakMap<WorkloadDescription<Workload>, string>();
 
 /**
  * Adds `definition` to the kinds. Only before the kinds are first read (see above). A kind's name,
  * plural and short names are unique across all kinds, whatever their groups: stacks, labels,
  * spec.dependsOn and the command line name an object by its kind alone. One another kind has is
  * refused, as is a kind of child declared otherwise by another kind (crds/child-kinds.ts), when
- * the registry closes.
+ * the registry closes. `sourceDigest`: of the kind file it was loaded from, if any (kindProgramVersion).
  */
-export function registerKind<W extends Workload>(definition: WorkloadDescription<W>): void {
+export function registerKind<W extends Workload>(definition: WorkloadDescription<W>, sourceDigest?: string): void {
   const { kind } = definition.api;
   if (closed) throw new Error(`kind ${kind} registered after the kinds were read (${closed.definitions.map((d) => d.api.kind).join(", ")}): register a kind before anything reads them, from a module loaded first`);
   const names = (api: WorkloadDescription<Workload>["api"]) => [api.kind.toLowerCase(), api.plural, ...(api.shortNames ?? [])];
@@ -56,6 +59,7 @@ export function registerKind<W extends Workload>(definition: WorkloadDescription
     throw new Error(`kind ${kind} (${groupOf(definition.api)}): its kind, plural or a short name is ${taken.api.kind}'s (${groupOf(taken.api)}) already; kind names, plurals and short names are unique across all kinds, whatever their API groups`);
   }
   registered.push(definition);
+  if (sourceDigest !== undefined) sources.set(definition, sourceDigest);
 }
 
 registerKind(appKind);
@@ -114,6 +118,18 @@ export function kindDefinition(kind: WorkloadKind): WorkloadDescription<Workload
   const definition = registry().byKind.get(kind);
   if (!definition) throw new Error(`no kind ${kind}: the kinds are ${workloadKinds().join(", ")}`);
   return definition;
+}
+
+/**
+ * The version of `kind`'s own program, beside appstack's: a digest of its kind file's source (when
+ * it was loaded from one, `sourceDigest` of registerKind) and of its `programVersion`. Undefined
+ * for a kind with neither, as App and Memcached, whose version is appstack's alone.
+ */
+export function kindProgramVersion(kind: WorkloadKind): string | undefined {
+  const definition = kindDefinition(kind);
+  const source = sources.get(definition);
+  if (source === undefined && definition.programVersion === undefined) return undefined;
+  return createHash("sha256").update(JSON.stringify([source ?? null, definition.programVersion ?? null])).digest("hex").slice(0, 12);
 }
 
 /** The kind a person names as kubectl takes it (`app`, `apps`, `asapp`, `apps.appstack.dev`, `app.appstack.dev`, any case; another kind's with its own group); undefined for none. */

@@ -91,6 +91,12 @@ export interface WorkloadDescription<W extends Workload> {
   replicas(spec: W["spec"]): number;
   /** Status fields only this kind reports, from its pods. */
   statusOf?(pods: readonly V1Pod[]): KindStatus<W>;
+  /**
+   * Bumped by the kind's author when its children change for an unchanged spec through something
+   * outside its kind file (a helper it imports), so that every object of the kind is applied anew.
+   * A change to the kind file itself needs none: the operator compares the file's source.
+   */
+  readonly programVersion?: string;
 }
 
 /** An object of the kind whose own spec fields are `F`, reporting the status fields `S` besides every kind's. */

@@ -4,11 +4,26 @@
 // A reconcile that finds the same record and no difference starts no Pulumi process; a difference
 // is drift, repaired with refresh and up (or previewed), whenever and however it was made.
 import { createHash } from "node:crypto";
-import type { Workload } from "../../crds/types.ts";
+import type { Workload, WorkloadKind } from "../../crds/types.ts";
+import { kindProgramVersion } from "../../components/kinds.ts";
 import { canonicalJson } from "../base/canonical-json.ts";
 
 /** Bumped when the program's output changes for an unchanged spec, so that every object is applied anew. */
 export const programVersion = "4";
+
+/**
+ * The program version `kind`'s objects are applied with: appstack's, and after a `+` the kind's
+ * own (kinds.ts kindProgramVersion: its kind file's source, its programVersion) for a kind that has
+ * one, so that editing a kind file applies its objects anew. App and Memcached have none: theirs
+ * is appstack's alone, as it was before kinds had versions, so an upgrade applies nothing anew.
+ */
+export function programVersionOf(kind: WorkloadKind): string {
+  const own = kindProgramVersion(kind);
+  return own === undefined ? programVersion : `${programVersion}+${own}`;
+}
+
+/** appstack's own part of a program version (programVersionOf). */
+const operatorPart = (version: string) => version.split("+")[0];
 
 export interface Applied {
   readonly programVersion: string;
@@ -32,8 +47,8 @@ export function specDigest<S extends Workload["spec"]>(spec: S): string {
  * no Pulumi run (so that suspending or resuming an applied object, or changing what it waits for or
  * what its deletion does, leaves it applied, and its status current).
  */
-export function appliedNow(applied: Applied | undefined, generation: number, spec: string): Applied | undefined {
-  if (!applied || applied.generation === generation || applied.spec !== spec || applied.programVersion !== programVersion) return applied;
+export function appliedNow(applied: Applied | undefined, generation: number, spec: string, program: string): Applied | undefined {
+  if (!applied || applied.generation === generation || applied.spec !== spec || applied.programVersion !== program) return applied;
   return { ...applied, generation };
 }
 
@@ -61,7 +76,7 @@ export function encodeApplied(applied: Applied): string {
 
 /** The record of `object`'s spec applied now by the operator's program. */
 export function appliedRecord(object: Workload): string {
-  return encodeApplied({ programVersion, generation: object.metadata.generation ?? 0, spec: specDigest(object.spec) });
+  return encodeApplied({ programVersion: programVersionOf(object.kind), generation: object.metadata.generation ?? 0, spec: specDigest(object.spec) });
 }
 
 /** The record; a record of an older format is read as no record (the object is applied anew). */
@@ -72,6 +87,8 @@ export function decodeApplied(text: string | undefined): Applied | undefined {
 }
 
 export interface DecisionInput {
+  /** The program version of the object's kind now (programVersionOf). */
+  readonly program: string;
   readonly generation: number;
   readonly applied: Applied | undefined;
   /** What differs between the live children and the manifests, one line each (missing children included). */
@@ -96,7 +113,11 @@ export function describeDrift(drift: readonly string[]): string {
 export function decide(input: DecisionInput): Decision {
   const { generation, applied, drift } = input;
   if (!applied) return { action: "apply", reason: input.orphanedState ? "never applied (the stack already records resources: refreshed first)" : "never applied", refresh: input.orphanedState, cause: "created" };
-  if (applied.programVersion !== programVersion) return { action: "apply", reason: "the operator's program changed", refresh: drift.length > 0, cause: "program" };
+  if (applied.programVersion !== input.program) {
+    // A kind file edited (or its programVersion bumped) under the same operator says so: the author's change, not appstack's.
+    const reason = operatorPart(applied.programVersion) === operatorPart(input.program) ? "the kind's program changed (its kind file or its programVersion)" : "the operator's program changed";
+    return { action: "apply", reason, refresh: drift.length > 0, cause: "program" };
+  }
   if (applied.generation !== generation) return { action: "apply", reason: `spec changed (generation ${applied.generation} -> ${generation})`, refresh: false, cause: "spec" };
   if (drift.length) return { action: "repair", reason: `drift: ${describeDrift(drift)}` };
   return { action: "none" };
@@ -107,9 +128,9 @@ export function decide(input: DecisionInput): Decision {
  * differed in the live children. An approval is honoured only while this is unchanged, so a plan
  * is never applied to a spec or a cluster it was not made for.
  */
-export function previewBasis(generation: number, drift: readonly string[]): string {
+export function previewBasis(program: string, generation: number, drift: readonly string[]): string {
   // An addition handed over before the preview is named anew (additions.ts): the same addition.
   const same = drift.map((line) => line.replace(/: added\b.*$/, ": added"));
   const live = createHash("sha256").update(JSON.stringify([...same].sort())).digest("hex").slice(0, 16);
-  return `v=${programVersion};g=${generation};live=${live}`;
+  return `v=${program};g=${generation};live=${live}`;
 }

@@ -5,7 +5,7 @@ import { approveAnnotation, type PreviewStatus, type StackStatus, type Workload 
 import { approvalOf, consumeApproval } from "./approval.ts";
 import type { Observed } from "./children.ts";
 import type { Phase } from "./conditions.ts";
-import { appliedRecord, previewBasis, refreshes, type Pending } from "./drift.ts";
+import { appliedRecord, previewBasis, programVersionOf, refreshes, type Pending } from "./drift.ts";
 import type { EventRecorder } from "./events.ts";
 import type { Ownership } from "./ownership.ts";
 import { withRemovals } from "./removals.ts";
@@ -61,7 +61,7 @@ export class Previewing {
   /** Runs a preview that saves its plan, and writes it to status for a person to approve. */
   async preview(object: Workload, stack: string, key: string, decision: Pending, observed: Observed, log: Logger): Promise<HandlerResult> {
     const previous = stackStatusOf(object, stack);
-    const basis = previewBasis(object.metadata.generation ?? 0, observed.drift);
+    const basis = previewBasis(programVersionOf(object.kind), object.metadata.generation ?? 0, observed.drift);
     const draft = await this.deps.plans.draft(stack);
     await this.deps.ownership.handOver(object, decision, observed, log);
     log.info("pulumi preview", { reason: decision.reason, refresh: refreshes(decision) });

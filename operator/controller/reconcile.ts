@@ -11,7 +11,7 @@ import { Children, type Observed } from "./children.ts";
 import { excludedPhase } from "./excluded-namespaces.ts";
 import { dependenciesOf, dependencyKey, dependencyPhase, holdsApply, type Lookup } from "./dependencies.ts";
 import { Deletion } from "./deletion.ts";
-import { appliedNow, decide, decodeApplied, encodeApplied, previewBasis, specDigest, type Applied, type Decision } from "./drift.ts";
+import { appliedNow, decide, decodeApplied, encodeApplied, previewBasis, programVersionOf, specDigest, type Applied, type Decision } from "./drift.ts";
 import { ReportedFailure } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { addFinalizer, hasFinalizer } from "./finalizer.ts";
@@ -85,7 +85,7 @@ export interface ReconcilerDeps {
  */
 function appliedState(object: Workload, stack: string): { applied: Applied | undefined; current: StackStatus } {
   const recorded = decodeApplied(object.status?.stack?.appliedFingerprint);
-  const applied = appliedNow(recorded, object.metadata.generation ?? 0, specDigest(object.spec));
+  const applied = appliedNow(recorded, object.metadata.generation ?? 0, specDigest(object.spec), programVersionOf(object.kind));
   const current = stackStatusOf(object, stack);
   return { applied, current: applied && applied !== recorded ? { ...current, appliedFingerprint: encodeApplied(applied) } : current };
 }
@@ -190,7 +190,7 @@ export class Reconciler {
     const { applied, current } = appliedState(object, stack);
     if (isSuspended(object)) return this.suspended(object, stack, applied, current, observed);
     const orphanedState = !applied && (await this.deps.driver.hasResources(stack));
-    const decision = decide({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
+    const decision = decide({ program: programVersionOf(object.kind), generation: object.metadata.generation ?? 0, applied, drift: observed.drift, orphanedState });
     const request = pendingRequest(object);
     const held = await this.heldByDependencies(object, stack, decision, observed, current, request);
     if (held) return held.result;
@@ -240,7 +240,7 @@ export class Reconciler {
    */
   private async suspended(object: Workload, stack: string, applied: Applied | undefined, current: StackStatus, observed: Observed): Promise<HandlerResult> {
     if (object.status?.preview) await this.deps.plans.discard(stack);
-    const phase = suspendedPhase({ generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: childrenPhase(object, observed) });
+    const phase = suspendedPhase({ program: programVersionOf(object.kind), generation: object.metadata.generation ?? 0, applied, drift: observed.drift, rollout: childrenPhase(object, observed) });
     return this.reporter.report(object, observed.deployment, phase, { ...current, nextRetryTime: undefined });
   }
 
@@ -325,7 +325,7 @@ export class Reconciler {
   /** updatePolicy Preview: nothing runs `up` unless a person approved the plan a preview saved. */
   private async gated(object: Workload, stack: string, key: string, decision: Decision, observed: Observed, log: Logger, current: StackStatus): Promise<HandlerResult> {
     const approval = await this.previewing.unusedApproval(object);
-    const basis = previewBasis(object.metadata.generation ?? 0, observed.drift);
+    const basis = previewBasis(programVersionOf(object.kind), object.metadata.generation ?? 0, observed.drift);
     const approvedPlan = await this.deps.plans.find(stack, approval);
     const next = gate({ decision, basis, preview: object.status?.preview, approval, findPlan: (id) => (id === approval ? approvedPlan : undefined) });
     if (approval !== undefined && next.action !== "apply") await this.previewing.refuse(object, approval, next.refused, log);

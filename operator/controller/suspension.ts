@@ -19,6 +19,8 @@ export function isSuspended(object: Workload): boolean {
 }
 
 export interface SuspendedInput {
+  /** The program version of the object's kind now (drift.ts programVersionOf). */
+  readonly program: string;
   readonly generation: number;
   /** The applied record as it stands now (drift.ts appliedNow). */
   readonly applied: Applied | undefined;
@@ -35,7 +37,7 @@ const suspendedWords = "suspended (spec.suspend): nothing is applied or repaired
  * as the Deployment controller carries it on (Ready=True reading Suspended once it is complete).
  */
 export function suspendedPhase(input: SuspendedInput): Phase {
-  const pending = decide({ generation: input.generation, applied: input.applied, drift: input.drift, orphanedState: false });
+  const pending = decide({ program: input.program, generation: input.generation, applied: input.applied, drift: input.drift, orphanedState: false });
   if (pending.action === "none") return input.rollout.kind === "ready" ? { kind: "suspended", current: true, message: `${input.rollout.message}; ${suspendedWords}` } : input.rollout;
   // A spec not applied: the differences are partly that spec, so they are not called drift.
   const differs = pending.action === "apply" && input.drift.length ? `; the live children differ from it: ${describeDrift(input.drift)}` : "";

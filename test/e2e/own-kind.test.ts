@@ -12,12 +12,14 @@
 // component throws (Stalled with the error), and a file that does not parse (logged by name); the
 // operator and the other kinds go on. And a Guestbook of webapp.example.com, as `appstack new kind`
 // writes it into both folders, unedited: its sample object, as written, passes the CRD (its CEL
-// rule too), gets its Deployment and Service and goes Ready.
+// rule too), gets its Deployment and Service and goes Ready. Then its file is edited (a label on
+// its Deployment) and the operator restarted on the same state: the object is applied anew because
+// its kind's program changed, and its Deployment has the label.
 import { batchRunSource, brokenSource, faultySource, kindFolder, misfitSource } from "../helpers/kind-folder.ts";
 import { loadKindFolder } from "../../components/kind-files.ts";
 import { newKind } from "../../operator/cmd/new-cli.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -46,6 +48,8 @@ const operatorUser = "system:serviceaccount:appstack-system:appstack-operator";
 const scratch = mkdtempSync(join(tmpdir(), "appstack-own-kind-test-"));
 let rendered: Document[] = [];
 let operator: Awaited<ReturnType<typeof startOperatorProcess>> | undefined;
+let operatorKubeconfig = "";
+const operatorOptions = { installApi: false, args: ["--kinds", operatorFolder], env: { APPSTACK_LEADER_ELECT: "false" } };
 
 const cluster = useCluster(
   async ({ cluster: local, core }) => {
@@ -62,8 +66,8 @@ const cluster = useCluster(
     const subjects = [{ kind: "ServiceAccount", name: "appstack-operator", namespace: "appstack-system" }];
     await rbac.createClusterRoleBinding({ body: { metadata: { name: "appstack-operator-rendered" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "appstack-operator-rendered" }, subjects } });
     await installApi(kubeClients(local.kubeconfig), { operatorUsers: [operatorUser] });
-    const kubeconfig = await serviceAccountKubeconfig(core, local.kubeconfig, "appstack-system", "appstack-operator", scratch);
-    operator = await startOperatorProcess(kubeconfig, { installApi: false, args: ["--kinds", operatorFolder], env: { APPSTACK_LEADER_ELECT: "false" } });
+    operatorKubeconfig = await serviceAccountKubeconfig(core, local.kubeconfig, "appstack-system", "appstack-operator", scratch);
+    operator = await startOperatorProcess(operatorKubeconfig, operatorOptions);
   },
   async () => {
     await disposeOperator(operator);
@@ -190,4 +194,32 @@ test("a kind as `appstack new kind` wrote it, unedited: its CRD defaults and ref
   assert.deepEqual(service.spec?.ports?.map((port) => [port.port, port.targetPort]), [[sample.spec.port, "http"]]);
   assert.deepEqual(service.spec?.selector, deployment.spec?.selector.matchLabels);
   assert.deepEqual(service.metadata?.ownerReferences?.map((ref) => `${ref.apiVersion} ${ref.kind}/${ref.name} ${ref.uid}`), [owner]);
+});
+
+test("the kind's file edited and the operator restarted: its existing object is applied anew, for its kind's program, and its Deployment gets the label the file now gives it", async () => {
+  const kubeconfig = cluster().cluster.kubeconfig;
+  const apps = loadKubeConfig(kubeconfig).makeApiClient(AppsV1Api);
+  const workloads = new Workloads(kubeconfig);
+  const name = (yaml.load(readFileSync(join(folder, "samples", "guestbook.yaml"), "utf8")) as { metadata: { name: string } }).metadata.name;
+  const before = await workloads.ready("Guestbook", namespace, name);
+  const fingerprint = before.status?.stack?.appliedFingerprint;
+  assert.match(fingerprint ?? "", /^v=4\+[0-9a-f]{12};g=1;s=/, "recorded with the kind's own program version");
+  const file = join(operatorFolder, "guestbook.ts");
+  const source = readFileSync(file, "utf8");
+  const edited = source.replace(/(const deployment: k8s\.types\.input\.apps\.v1\.Deployment = \{\n\s+)metadata,/, '$1metadata: { ...metadata, labels: { ...metadata.labels, tier: "web" } },');
+  assert.notEqual(edited, source, "the template's Deployment takes the label");
+  writeFileSync(file, edited);
+  await operator!.stop();
+  operator = await startOperatorProcess(operatorKubeconfig, { ...operatorOptions, stateDir: operator!.stateDir });
+
+  // The spec is unchanged: only the kind's program version tells the operator to apply it anew.
+  const after = await eventually("the Guestbook applied with its kind's new program version", async () => {
+    const object = await workloads.get("Guestbook", namespace, name);
+    return object.status?.stack?.appliedFingerprint !== fingerprint ? object : undefined;
+  });
+  assert.match(after.status?.stack?.appliedFingerprint ?? "", /^v=4\+[0-9a-f]{12};g=1;s=/);
+  const { why, detail } = after.status?.stack?.lastOperation?.update ?? {};
+  assert.deepEqual({ why, detail }, { why: "program", detail: "the kind's program changed (its kind file or its programVersion)" });
+  assert.equal((await apps.readNamespacedDeployment({ name, namespace })).metadata?.labels?.["tier"], "web");
+  await workloads.ready("Guestbook", namespace, name);
 });

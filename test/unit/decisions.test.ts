@@ -23,7 +23,7 @@ test("stack names are unique per kind, namespace and name, and valid for Pulumi 
 });
 
 const applied: Applied = { programVersion, generation: 2 };
-const decision = (over: Partial<DecisionInput>) => decide({ generation: 2, applied, drift: [], orphanedState: false, ...over });
+const decision = (over: Partial<DecisionInput>) => decide({ program: programVersion, generation: 2, applied, drift: [], orphanedState: false, ...over });
 
 test("the applied record survives a round trip through status; older records read as none", () => {
   assert.deepEqual(decodeApplied(encodeApplied(applied)), applied);

@@ -27,11 +27,11 @@ const lookupOf = (...objects: Workload[]): Lookup => (kind: WorkloadKind, name: 
 const cache: DependencyRef = { kind: "Memcached", name: "cache" };
 
 test("only a spec not applied yet waits: a first apply and a new generation, not a repair, a request's up, a program change or an unfinished operation", () => {
-  assert.equal(holdsApply(decide({ generation: 1, applied: undefined, drift: [], orphanedState: false })), true);
+  assert.equal(holdsApply(decide({ program: programVersion, generation: 1, applied: undefined, drift: [], orphanedState: false })), true);
   const applied = { programVersion, generation: 1, spec: specDigest({ image: "nginx:1.27", replicas: 1 }) };
-  assert.equal(holdsApply(decide({ generation: 2, applied, drift: [], orphanedState: false })), true);
-  assert.equal(holdsApply(decide({ generation: 1, applied, drift: ["Deployment web: spec.replicas: 3, want 1"], orphanedState: false })), false);
-  assert.equal(holdsApply(decide({ generation: 1, applied: { ...applied, programVersion: "0" }, drift: [], orphanedState: false })), false);
+  assert.equal(holdsApply(decide({ program: programVersion, generation: 2, applied, drift: [], orphanedState: false })), true);
+  assert.equal(holdsApply(decide({ program: programVersion, generation: 1, applied, drift: ["Deployment web: spec.replicas: 3, want 1"], orphanedState: false })), false);
+  assert.equal(holdsApply(decide({ program: programVersion, generation: 1, applied: { ...applied, programVersion: "0" }, drift: [], orphanedState: false })), false);
   assert.equal(holdsApply({ action: "apply", reason: "reconcile requested", refresh: true, cause: "requested" }), false);
   assert.equal(holdsApply({ action: "apply", reason: "interrupted", refresh: true, cause: "interrupted" }), false);
   assert.equal(holdsApply({ action: "none" }), false);
@@ -41,7 +41,7 @@ test("a dependsOn change alone changes nothing applied: the new generation is ap
   const spec = { image: "nginx:1.27", replicas: 1 };
   assert.equal(specDigest({ ...spec, dependsOn: [cache] }), specDigest(spec));
   const applied = { programVersion, generation: 1, spec: specDigest(spec) };
-  assert.equal(decide({ generation: 2, applied: appliedNow(applied, 2, specDigest({ ...spec, dependsOn: [cache] })), drift: [], orphanedState: false }).action, "none");
+  assert.equal(decide({ program: programVersion, generation: 2, applied: appliedNow(applied, 2, specDigest({ ...spec, dependsOn: [cache] }), programVersion), drift: [], orphanedState: false }).action, "none");
 });
 
 test("a dependency is Ready only with Ready=True and status.observedGeneration both at its current generation", () => {

@@ -13,13 +13,13 @@ import { ownedLeftover } from "../../operator/controller/additions.ts";
 import { summarize } from "../../operator/controller/children.ts";
 import { withRemovals } from "../../operator/controller/removals.ts";
 import { gate, type GateInput } from "../../operator/controller/approval.ts";
-import { previewBasis } from "../../operator/controller/drift.ts";
+import { previewBasis, programVersion } from "../../operator/controller/drift.ts";
 import { PlanStore } from "../../operator/pulumi/plans.ts";
 import { StateIo } from "../../operator/pulumi/state-io.ts";
 import { FileStore } from "../../operator/pulumi/state-store.ts";
 import { describeChanges, describeSteps, hasChanges, StepCollector } from "../../operator/pulumi/preview-steps.ts";
 
-const basis = previewBasis(3, ["Deployment web: spec.replicas: 1, want 3"]);
+const basis = previewBasis(programVersion, 3, ["Deployment web: spec.replicas: 1, want 3"]);
 const waiting: PreviewStatus = { planId: "aaaaaaaaaaaa", generation: 3, basis, reason: "spec changed", time: "", changes: { update: 1 }, steps: [] };
 const changed = { action: "apply", reason: "spec changed", refresh: false, cause: "spec" } as const;
 const stored = (id: string) => (id === waiting.planId ? `/plans/${id}.json` : undefined);
@@ -27,14 +27,14 @@ const input = (over: Partial<GateInput>): GateInput => ({ decision: changed, bas
 
 test("the basis of a preview changes with the generation and with what differs in the children", () => {
   const drift = ["Deployment web: spec.replicas: 1, want 3"];
-  assert.notEqual(previewBasis(4, drift), basis);
-  assert.notEqual(previewBasis(3, [...drift, "Service web: spec.type: \"NodePort\", want \"ClusterIP\""]), basis);
-  assert.notEqual(previewBasis(3, []), basis);
-  assert.equal(previewBasis(3, [...drift]), basis);
+  assert.notEqual(previewBasis(programVersion, 4, drift), basis);
+  assert.notEqual(previewBasis(programVersion, 3, [...drift, "Service web: spec.type: \"NodePort\", want \"ClusterIP\""]), basis);
+  assert.notEqual(previewBasis(programVersion, 3, []), basis);
+  assert.equal(previewBasis(programVersion, 3, [...drift]), basis);
   // An addition is the same before and after the preview's handover made it appstack's to remove.
   const env = "Deployment web: spec.template.spec.containers[app].env[EXTRA]";
-  assert.equal(previewBasis(3, [`${env}: added by kubectl-set`]), previewBasis(3, [`${env}: ${ownedLeftover}`]));
-  assert.notEqual(previewBasis(3, [`${env}: added by kubectl-set`]), previewBasis(3, ["Deployment web: spec.paused: added by kubectl-set"]));
+  assert.equal(previewBasis(programVersion, 3, [`${env}: added by kubectl-set`]), previewBasis(programVersion, 3, [`${env}: ${ownedLeftover}`]));
+  assert.notEqual(previewBasis(programVersion, 3, [`${env}: added by kubectl-set`]), previewBasis(programVersion, 3, ["Deployment web: spec.paused: added by kubectl-set"]));
 });
 
 test("a preview names what the repair removes beyond Pulumi's plan: an update of each child with additions", () => {

@@ -17,39 +17,39 @@ const ready = { kind: "ready", message: "2 of 2 replicas available" } as const;
 test("spec.suspend alone changes nothing the children are made from: the new generation is applied as it is, with no Pulumi run", () => {
   assert.equal(specDigest({ ...spec, suspend: true }), specDigest(spec));
   assert.notEqual(specDigest({ ...spec, replicas: 3 }), specDigest(spec));
-  assert.deepEqual(appliedNow(applied, 3, specDigest({ ...spec, suspend: true })), { ...applied, generation: 3 });
-  assert.equal(decide({ generation: 3, applied: appliedNow(applied, 3, specDigest(spec)), drift: [], orphanedState: false }).action, "none");
+  assert.deepEqual(appliedNow(applied, 3, specDigest({ ...spec, suspend: true }), programVersion), { ...applied, generation: 3 });
+  assert.equal(decide({ program: programVersion, generation: 3, applied: appliedNow(applied, 3, specDigest(spec), programVersion), drift: [], orphanedState: false }).action, "none");
   // Another spec, a record without a digest (an older operator's), another program: applied anew.
-  assert.equal(appliedNow(applied, 3, specDigest({ ...spec, replicas: 3 })), applied);
+  assert.equal(appliedNow(applied, 3, specDigest({ ...spec, replicas: 3 }), programVersion), applied);
   const { spec: _digest, ...older } = applied;
-  assert.deepEqual(appliedNow(older, 3, specDigest(spec)), older);
-  assert.equal(appliedNow({ ...applied, programVersion: "0" }, 3, specDigest(spec))?.generation, 2);
+  assert.deepEqual(appliedNow(older, 3, specDigest(spec), programVersion), older);
+  assert.equal(appliedNow({ ...applied, programVersion: "0" }, 3, specDigest(spec), programVersion)?.generation, 2);
   // The digest survives the round trip through status; a record without one still reads.
   assert.deepEqual(decodeApplied(encodeApplied(applied)), applied);
   assert.deepEqual(decodeApplied(`v=${programVersion};g=2`), { programVersion, generation: 2 });
 });
 
 test("suspended with nothing held back: Ready=True reason Suspended once the rollout is complete, the rollout's own phase before", () => {
-  const phase = suspendedPhase({ generation: 2, applied, drift: [], rollout: ready });
+  const phase = suspendedPhase({ program: programVersion, generation: 2, applied, drift: [], rollout: ready });
   assert.equal(phase.kind, "suspended");
   assert.match(phase.message, /^2 of 2 replicas available; suspended \(spec\.suspend\)/);
   const conditions = conditionsFor(phase, 2);
   assert.deepEqual(conditions.map((c) => [c.type, c.status, c.reason]), [["Ready", "True", "Suspended"], ["Reconciling", "False", "Suspended"], ["Stalled", "False", "Suspended"]]);
   const rolling = { kind: "progressing", reason: "RollingOut", message: "1 of 2 replicas updated" } as const;
-  assert.deepEqual(suspendedPhase({ generation: 2, applied, drift: [], rollout: rolling }), rolling);
+  assert.deepEqual(suspendedPhase({ program: programVersion, generation: 2, applied, drift: [], rollout: rolling }), rolling);
 });
 
 test("suspended with a spec not applied or drift not repaired: Ready=False reason Suspended, not Reconciling, not Stalled, observedGeneration the applied one", () => {
-  const changed = suspendedPhase({ generation: 3, applied, drift: ["Deployment web: spec.replicas: 2, want 3"], rollout: ready });
+  const changed = suspendedPhase({ program: programVersion, generation: 3, applied, drift: ["Deployment web: spec.replicas: 2, want 3"], rollout: ready });
   assert.deepEqual(changed.kind === "suspended" && changed.current, false);
   assert.match(changed.message, /held back: spec changed \(generation 2 -> 3\); the live children differ from it: Deployment web: spec\.replicas: 2, want 3$/);
   assert.deepEqual(conditionsFor(changed, 3).map((c) => [c.type, c.status, c.reason, c.observedGeneration]), [["Ready", "False", "Suspended", 3], ["Reconciling", "False", "Suspended", 3], ["Stalled", "False", "Suspended", 3]]);
   assert.equal(observedGeneration(3, changed, { name: "s", appliedFingerprint: encodeApplied(applied) }), 2, "kstatus reads the new generation as not applied");
 
-  const drifted = suspendedPhase({ generation: 2, applied, drift: ["Deployment web: spec.replicas: 5, want 2"], rollout: ready });
+  const drifted = suspendedPhase({ program: programVersion, generation: 2, applied, drift: ["Deployment web: spec.replicas: 5, want 2"], rollout: ready });
   assert.match(drifted.message, /held back: drift: Deployment web: spec\.replicas: 5, want 2$/);
   assert.equal(conditionsFor(drifted, 2)[0]!.status, "False");
-  assert.match(suspendedPhase({ generation: 1, applied: undefined, drift: ["Deployment web: missing"], rollout: ready }).message, /held back: never applied/);
+  assert.match(suspendedPhase({ program: programVersion, generation: 1, applied: undefined, drift: ["Deployment web: missing"], rollout: ready }).message, /held back: never applied/);
 });
 
 const app = (annotations: Record<string, string>, status: App["status"] = {}, suspend?: boolean): App => ({
