@@ -3,7 +3,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { prefetchModules } from "./module-prefetch.ts";
 import { cacheRoot, findOnPath, kubernetesProviderVersion, patchedModulesDir, patchFiles, patchModuleDir, patchSubjects, pinnedVersion, toolBinary, toolByName, toolchainDir, tools, type Tool, type ToolName } from "./tools.ts";
 
 type Log = (line: string) => void;
@@ -123,13 +122,7 @@ export function buildToolchain(log: Log = (line) => console.error(line), names: 
   const started = Date.now();
   const selected = names.map(toolByName);
   log(`toolchain: ${selected.length} binaries (${names.join(", ")}), cache ${cacheRoot()}`);
-  const [first, ...later] = selected.filter((tool) => !existsSync(toolBinary(tool)));
-  const stopPrefetch = prefetchModules(later.filter((tool) => tool.moduleDir !== first?.moduleDir), goEnvironment());
-  try {
-    for (const tool of selected) buildTool(tool, log);
-  } finally {
-    stopPrefetch();
-  }
+  for (const tool of selected) buildTool(tool, log);
   const seconds = (Date.now() - started) / 1000;
   log(`toolchain: ready in ${seconds.toFixed(1)} s`);
   return seconds;

@@ -177,11 +177,18 @@ async function providerRequestsDuring(run: () => Promise<unknown>): Promise<{ ev
 }
 
 test("a kept provider lists no Events, and its operations in a burst share one parse of the OpenAPI document; a plugin an engine starts does both each time", async () => {
-  const [plain, first, second, third] = await Promise.all(["burst-0", "burst-1", "burst-2", "burst-3"].map(newApp));
-  // What the count sees without the kept providers: the check that the test can fail.
+  const [first, second, third] = await Promise.all(["burst-1", "burst-2", "burst-3"].map(newApp));
+  // What the count sees without the kept providers: the check that the test can fail. A plugin
+  // fetches the OpenAPI document within its create, every time; its Events informer lists from a
+  // goroutine started after the create, which the engine may end before it asks (seen under load:
+  // skipAwait returns at once). So the check takes the first of a few plugin operations that listed.
   const { driver: unkept } = await driverWith("burst-unkept", 0);
-  const withoutSlots = await providerRequestsDuring(() => unkept.up(stackOf(plain!), programFor(plain!), { refresh: false }));
-  assert.ok(withoutSlots.eventLists >= 1 && withoutSlots.openApiFetches >= 1, `a plugin's own operation: ${JSON.stringify(withoutSlots)}`);
+  const seen: Array<{ eventLists: number; openApiFetches: number }> = [];
+  for (let attempt = 0; attempt < 5 && !seen.some((counts) => counts.eventLists >= 1); attempt++) {
+    const plain = await newApp(`burst-0-${attempt}`);
+    seen.push(await providerRequestsDuring(() => unkept.up(stackOf(plain), programFor(plain), { refresh: false })));
+  }
+  assert.ok(seen.some((counts) => counts.eventLists >= 1) && seen.every((counts) => counts.openApiFetches >= 1), `a plugin's own operations: ${JSON.stringify(seen)}`);
   unkept.close();
   const { driver } = await driverWith("burst", 1);
   const withSlots = await providerRequestsDuring(async () => {
