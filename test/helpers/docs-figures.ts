@@ -44,6 +44,13 @@ function continuation(next: string | undefined): string {
   return next.replace(/(`+)[\s\S]*?\1/g, "code");
 }
 
+/** The figures of one line or table cell; a line of prose is read on into `next`, its paragraph's next line. */
+function figuresOf(part: string, next: string | undefined, line: number): Figure[] {
+  const numerals = [...part.matchAll(figurePattern)].map((match) => ({ line, text: match[0], figure: normalise(match[0]) }));
+  const words = figuresInWords(next === undefined ? part : `${part} ${next}`, part.length).map((match) => ({ line, text: match.text, figure: match.text.toLowerCase().replace(/\s+/g, " ") }));
+  return [...numerals, ...words];
+}
+
 /** Every measured figure of a page, outside code and outside the exempt columns of its tables. */
 export function measuredFigures(markdown: string): Figure[] {
   const figures: Figure[] = [];
@@ -76,15 +83,8 @@ export function measuredFigures(markdown: string): Figure[] {
     } else {
       exemptColumns = undefined;
     }
-    for (const part of scanned) {
-      for (const match of part.matchAll(figurePattern)) {
-        figures.push({ line: index + 1, text: match[0], figure: normalise(match[0]) });
-      }
-      const read = prose ? `${part} ${continuation(lines[index + 1])}` : part;
-      for (const match of figuresInWords(read, part.length)) {
-        figures.push({ line: index + 1, text: match.text, figure: match.text.toLowerCase().replace(/\s+/g, " ") });
-      }
-    }
+    const next = prose ? continuation(lines[index + 1]) : undefined;
+    for (const part of scanned) figures.push(...figuresOf(part, next, index + 1));
   });
   return figures;
 }
