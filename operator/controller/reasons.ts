@@ -74,7 +74,7 @@ export const conditionReasons = {
   EndpointsPending: {
     phases: ["progressing"],
     when: "the rollout is complete but a Service of the object does not route to every ready pod yet: its EndpointSlices, which the EndpointSlice controller writes, do not list them all (the message names the Service and how many it lists), or changed less than `APPSTACK_PROXY_SYNC_MS` ago, the time kube-proxy may take to apply them ([Configuration](configuration.md))",
-    todo: "wait; usually gone within a second or two. If it stays, check that kube-controller-manager runs (`kubectl get endpointslices -l kubernetes.io/service-name=NAME`)",
+    todo: "wait: it goes once the slices list every ready pod and `APPSTACK_PROXY_SYNC_MS` has passed since they last changed. If it stays, check that kube-controller-manager runs (`kubectl get endpointslices -l kubernetes.io/service-name=NAME`)",
   },
   Unschedulable: {
     phases: ["progressing"],

@@ -1,16 +1,18 @@
 // Measured figures in Markdown: a number with a unit of time, size, share or ratio (s, ms, min,
 // KiB, MiB, GiB, KB, MB, GB, %, x, and the spelled seconds, minutes and hours), processor time
-// ("CPU s") included. What is not a
-// statement of a measure is left out: fenced code and code spans (commands, manifests, log lines),
-// and the cells of a table column headed as a target, a limit or a default (design targets and
-// code-defined limits are not measurements).
+// ("CPU s") included, and the same written in words ("about a minute", "twice as fast":
+// figures-in-words.ts). What is not a statement of a measure is left out: fenced code and code
+// spans (commands, manifests, log lines), and the cells of a table column headed as a target, a
+// limit or a default (design targets and code-defined limits are not measurements).
+
+import { figuresInWords } from "./figures-in-words.ts";
 
 export interface Figure {
   /** 1-based line number in the page. */
   readonly line: number;
   /** The figure as written, e.g. "1,702.3 s" or "60%". */
   readonly text: string;
-  /** The figure normalised for the allowlist: one space before a unit word or symbol, "%" and "x" attached. */
+  /** The figure normalised for the allowlist: one space before a unit word or symbol, "%" and "x" attached; words in lower case, one space apart. */
   readonly figure: string;
 }
 
@@ -36,6 +38,19 @@ export function normalise(text: string): string {
   return symbol === "%" || symbol === "x" ? `${value}${symbol}` : `${value} ${symbol}`;
 }
 
+/** A table row, a blank line or a fence ends a paragraph: what a line of prose may continue into. */
+function continuation(next: string | undefined): string {
+  if (next === undefined || /^\s*($|\||`{3,}|~{3,}|#)/.test(next)) return "";
+  return next.replace(/(`+)[\s\S]*?\1/g, "code");
+}
+
+/** The figures of one line or table cell; a line of prose is read on into `next`, its paragraph's next line. */
+function figuresOf(part: string, next: string | undefined, line: number): Figure[] {
+  const numerals = [...part.matchAll(figurePattern)].map((match) => ({ line, text: match[0], figure: normalise(match[0]) }));
+  const words = figuresInWords(next === undefined ? part : `${part} ${next}`, part.length).map((match) => ({ line, text: match.text, figure: match.text.toLowerCase().replace(/\s+/g, " ") }));
+  return [...numerals, ...words];
+}
+
 /** Every measured figure of a page, outside code and outside the exempt columns of its tables. */
 export function measuredFigures(markdown: string): Figure[] {
   const figures: Figure[] = [];
@@ -54,7 +69,8 @@ export function measuredFigures(markdown: string): Figure[] {
     }
     const text = raw.replace(/(`+)[\s\S]*?\1/g, "code");
     let scanned = [text];
-    if (/^\s*\|/.test(text)) {
+    const prose = !/^\s*\|/.test(text);
+    if (!prose) {
       const next = lines[index + 1] ?? "";
       if (/^\s*\|?\s*:?-{3,}/.test(next)) {
         // A header row: which of its columns are exempt.
@@ -67,11 +83,8 @@ export function measuredFigures(markdown: string): Figure[] {
     } else {
       exemptColumns = undefined;
     }
-    for (const part of scanned) {
-      for (const match of part.matchAll(figurePattern)) {
-        figures.push({ line: index + 1, text: match[0], figure: normalise(match[0]) });
-      }
-    }
+    const next = prose ? continuation(lines[index + 1]) : undefined;
+    for (const part of scanned) figures.push(...figuresOf(part, next, index + 1));
   });
   return figures;
 }
