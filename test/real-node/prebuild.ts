@@ -1,7 +1,7 @@
 // What the image and real-node files build on first use, built ahead of them: `npm test`
 // (test/run-all.ts) runs this beside the unit and kwok end-to-end files, at the lowest CPU priority
-// (its builds inherit it, and the I/O priority follows the CPU's), so that it takes only the cores
-// those files leave idle while they wait on leases and rollouts. The real-node files then find the
+// (its builds inherit it, and the I/O priority follows the CPU's), so that those files keep the
+// cores first. The real-node files then find the
 // node's binaries and the images cached. It changes nothing they see: each still builds what is
 // missing, and every build is atomic (a partial file renamed, an image ID checked), so a prebuild
 // cut short leaves nothing half made. Where the real-node files cannot run, it builds nothing.
